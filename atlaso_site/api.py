@@ -1,0 +1,109 @@
+"""The one NinjaAPI of v1 and its error handlers: every error leaves in one envelope."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from beliefs.access import ApiKeyAuth
+from beliefs.errors import ApiError
+from deposits.api import router as deposits_router
+from deposits.domain.types import ENUMS
+from deposits.domain.validation import enum_message
+
+logger = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="Atlaso API",
+    version="1",
+    description="Typed, immutable memory for AI agents: deposits, recall with conflict flags, "
+    "and provenance-weighted beliefs. Authenticate with `Authorization: Bearer <api key>`.",
+    auth=ApiKeyAuth(),
+    urls_namespace="api-v1",
+)
+api.add_router("", deposits_router)
+
+# Names of operation parameters that wrap a whole body or query object; not client fields.
+_WRAPPERS = {"payload", "query"}
+_SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
+
+
+def render(request: HttpRequest, error: ApiError) -> HttpResponse:
+    return api.create_response(request, error.to_dict(), status=error.status)
+
+
+@api.exception_handler(ApiError)
+def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+    return render(request, exc)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(part) for part in loc]
+    if parts and parts[0] in _SOURCES:
+        parts = parts[1:]
+    if parts and parts[0] in _WRAPPERS:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    first = exc.errors[0] if exc.errors else {"loc": (), "msg": "invalid request"}
+    field = _field(first.get("loc", ()))
+    leaf = field.rsplit(".", 1)[-1]
+    if leaf in ENUMS and first.get("type") in {"literal_error", "enum"}:
+        error = ApiError("validation_error", enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
+    elif first.get("type") == "missing":
+        error = ApiError("validation_error", f"{field} is required", field=field)
+    elif first.get("type") == "extra_forbidden":
+        error = ApiError("validation_error", f"{field} is not a field of this request; check its spelling", field=field)
+    else:
+        error = ApiError("validation_error", f"{field}: {first.get('msg', 'invalid value')}", field=field)
+    return render(request, error)
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return render(
+        request,
+        ApiError("unauthorized", "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"),
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:
+        # The only 400 the framework raises itself: a body that is not JSON.
+        error = ApiError("validation_error", "the request body is not valid JSON", field="body")
+    elif exc.status_code == 403:
+        error = ApiError("forbidden", str(exc))
+    elif exc.status_code == 404:
+        error = ApiError("not_found", str(exc))
+    else:
+        error = ApiError("validation_error", str(exc))
+    return render(request, error)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return render(request, ApiError("not_found", "no such resource"))
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def on_database_down(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+    logger.warning("database unavailable: %s", exc)
+    response = render(request, ApiError("unavailable", "the database is unavailable; retry later"))
+    response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    logger.exception("unexpected error on %s %s", request.method, request.path)
+    return render(request, ApiError("internal_error", "an unexpected error occurred; it has been logged"))

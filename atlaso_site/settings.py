@@ -1,0 +1,234 @@
+"""Atlaso's one settings file: every value comes from the environment and is validated."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("ATLASO_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use true or false")
+
+
+def env_float(name: str, default: float, *, low: float, high: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name}={raw!r} must lie in [{low}, {high}]")
+    return value
+
+
+def env_int(name: str, default: int, *, low: int, high: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name}={raw!r} must lie in [{low}, {high}]")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """A Django DATABASES entry from `postgres://user:pass@host:port/name` or `sqlite:///path`."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = unquote(parts.path)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path[1:] if path.startswith("//") else path}
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL scheme {parts.scheme!r} is not supported; use postgres:// or sqlite:///"
+        )
+    name = unquote(parts.path.lstrip("/"))
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1/atlaso")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "",
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, low=0, high=3600),
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": dict(parse_qsl(parts.query)),
+        "TEST": {"NAME": f"test_{name}"},
+    }
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY, or DEBUG=true for local use"
+        )
+    SECRET_KEY = "insecure-development-key-do-not-deploy"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "beliefs",
+    "deposits",
+    "diagnostics",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "atlaso_site.middleware.ApiErrorEnvelopeMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "atlaso_site.urls"
+WSGI_APPLICATION = "atlaso_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": database_from_url(DATABASE_URL)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "atlaso.sqlite3",
+            # WAL lets readers and one writer work at once; IMMEDIATE makes writers queue
+            # at BEGIN instead of failing mid-transaction with "database is locked".
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+LOGIN_URL = "/admin/login/"
+
+# Celery: Redis when REDIS_URL is set, else kombu's filesystem transport under var/.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://")
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+else:
+    CELERY_BROKER_URL = "filesystem://"
+    _queue_dir = VAR_DIR / "celery-queue"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir),
+        "data_folder_out": str(_queue_dir),
+        "processed_folder": str(VAR_DIR / "celery-processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "expire-idempotency-keys": {
+        "task": "deposits.tasks.expire_idempotency_keys",
+        "schedule": 3600.0,
+    },
+}
+
+# Beliefs (see ../shared/spec/beliefs.md).
+BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float(
+    "BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0
+)
+BELIEF_HEDGE_FLOOR = env_bool("BELIEF_HEDGE_FLOOR", True)
+BELIEF_VOLATILITY = env_float("BELIEF_VOLATILITY", 1.0, low=0.01, high=1.0)
+BELIEF_DECAY_HALF_LIFE_DAYS = env_float("BELIEF_DECAY_HALF_LIFE_DAYS", 0.0, low=0.0, high=36500.0)
+BELIEF_UNCERTAINTY_THRESHOLD = env_float("BELIEF_UNCERTAINTY_THRESHOLD", 0.6, low=0.0, high=1.0)
+BELIEF_CALIBRATION_MIN_OUTCOMES = env_int("BELIEF_CALIBRATION_MIN_OUTCOMES", 30, low=1, high=100000)
+
+# Diagnostics.
+FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
+FMI_DEFAULT_WINDOW_DAYS = env_int("FMI_DEFAULT_WINDOW_DAYS", 30, low=1, high=365)
+
+# API keys are only touched to record use when the last record is older than this.
+API_KEY_LAST_USED_RESOLUTION_SECONDS = 60
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

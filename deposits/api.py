@@ -1,0 +1,130 @@
+"""The deposits router of API v1: short operations that check access and call one service."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Header, Query, Router, Schema
+from pydantic import Field
+
+from beliefs.access import require
+from beliefs.errors import ApiError, with_errors
+from deposits import selectors, services
+from deposits.schemas import (
+    AddManyResultOut,
+    AddResultOut,
+    BulkIn,
+    ContradictIn,
+    DepositDetailOut,
+    DepositIn,
+    DepositPageOut,
+    RetractResultOut,
+)
+
+router = Router(tags=["deposits"])
+
+
+def _channel(request: HttpRequest) -> str:
+    return request.auth.channel.name  # type: ignore[attr-defined]
+
+
+def _key(body_key: str | None, header_key: str | None) -> str | None:
+    if body_key and header_key and body_key != header_key:
+        raise ApiError(
+            "validation_error",
+            "the Idempotency-Key header and the body's idempotency_key differ; send one of them",
+            field="idempotency_key",
+        )
+    return body_key or header_key
+
+
+@router.post("/users/{user_id}/deposits", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut}))
+def add_deposit(
+    request: HttpRequest,
+    user_id: str,
+    payload: DepositIn,
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+):
+    """Add one deposit. A repeat with the same idempotency key within 24 h is a replay (200)."""
+    require(request, "write", user_id)
+    data = payload.model_dump(exclude={"idempotency_key"})
+    result = services.deposit_add(
+        user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
+    )
+    return (200 if result.is_idempotent_replay else 201), result.to_dict()
+
+
+@router.post("/users/{user_id}/deposits/bulk", response=with_errors(**{"200": AddManyResultOut}))
+def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
+    """Add up to 1000 deposits, each with its own idempotency key."""
+    require(request, "write", user_id)
+    items = [item.model_dump(exclude_unset=False) for item in payload.items]
+    result = services.deposit_add_many(
+        user_id=user_id, items=items, on_gate_reject=payload.on_gate_reject, channel=_channel(request)
+    )
+    return 200, result.to_dict()
+
+
+@router.post("/users/{user_id}/contradict", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut}))
+def contradict(
+    request: HttpRequest,
+    user_id: str,
+    payload: ContradictIn,
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+):
+    """Write a correction that supersedes earlier deposits; they stay readable, now superseded."""
+    require(request, "write", user_id)
+    data = payload.model_dump(exclude={"idempotency_key"}, exclude_unset=True)
+    result = services.deposit_contradict(
+        user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
+    )
+    return (200 if result.is_idempotent_replay else 201), result.to_dict()
+
+
+@router.get("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": DepositDetailOut}))
+def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
+    """One deposit with its audit state (superseded_by, retracted)."""
+    require(request, "read", user_id)
+    return 200, selectors.deposit_detail(user_id, deposit_id).to_dict()
+
+
+class ListQuery(Schema):
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0)
+    include_retracted: bool = False
+
+
+@router.get("/users/{user_id}/deposits", response=with_errors(**{"200": DepositPageOut}))
+def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
+    """The owner's deposits, newest first."""
+    require(request, "read", user_id)
+    page = selectors.deposit_page(
+        user_id=user_id, limit=query.limit, offset=query.offset, include_retracted=query.include_retracted
+    )
+    return 200, page.to_dict()
+
+
+@router.api_operation(
+    ["PUT", "PATCH"], "/users/{user_id}/deposits/{deposit_id}", auth=None, response=with_errors(405)
+)
+def refuse_update(request: HttpRequest, user_id: str, deposit_id: str):
+    """Deposits are immutable: correct one by writing a deposit that contradicts it."""
+    raise ApiError(
+        "immutable",
+        "deposits are immutable; to change a claim, POST /users/{user_id}/contradict with "
+        f'contradicts=["{deposit_id}"] and a reason',
+    )
+
+
+class RetractQuery(Schema):
+    mode: Literal["soft", "hard"] = "soft"
+    reason: str | None = Field(None, max_length=2000)
+
+
+@router.delete("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": RetractResultOut}))
+def retract_deposit(request: HttpRequest, user_id: str, deposit_id: str, query: Query[RetractQuery]):
+    """Soft-retract (default) or erase (mode=hard, needs the erase permission) a deposit."""
+    require(request, "erase" if query.mode == "hard" else "write", user_id)
+    result = services.deposit_retract(user_id=user_id, deposit_id=deposit_id, mode=query.mode, reason=query.reason)
+    return 200, result.to_dict()

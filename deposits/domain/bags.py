@@ -1,0 +1,105 @@
+"""Scope bags: the grouping key, and the statistics a bag's live counts imply."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from deposits.domain.types import DIRECTIONAL, Scope
+
+CONFIDENT_AGREEMENT = 0.99
+MAX_CONFLICT_PEERS = 50
+
+
+def bag_id(user_id: str, scope: Scope) -> str:
+    """A stable id for (user_id, six facets): `note` is not part of the key, null equals null."""
+    key = json.dumps([user_id, *scope.facets], separators=(",", ":"), ensure_ascii=False)
+    return "bag_" + hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class BagStats:
+    """Live counts per polarity, with the newest live deposit's time per directional polarity."""
+
+    positive: int = 0
+    negative: int = 0
+    cautionary: int = 0
+    open: int = 0
+    newest: tuple[datetime | None, datetime | None, datetime | None] = (None, None, None)
+
+    def count(self, polarity: str) -> int:
+        return getattr(self, polarity)
+
+    @property
+    def size(self) -> int:
+        return self.positive + self.negative + self.cautionary + self.open
+
+    @property
+    def directional_count(self) -> int:
+        return self.positive + self.negative + self.cautionary
+
+    @property
+    def dominant_polarity(self) -> str | None:
+        """The directional polarity with most live deposits; a tie goes to the newest deposit."""
+        candidates = [(self.count(p), self.newest[i], p) for i, p in enumerate(DIRECTIONAL) if self.count(p)]
+        if not candidates:
+            return None
+        most = max(count for count, _, _ in candidates)
+        tied = [(newest, polarity) for count, newest, polarity in candidates if count == most]
+        # `newest` is missing only for rows written before it was tracked; order those last.
+        return max(tied, key=lambda item: (item[0] is not None, item[0] or datetime.min))[1]
+
+    @property
+    def agreement_score(self) -> float:
+        dominant = self.dominant_polarity
+        return self.count(dominant) / self.directional_count if dominant else 0.0
+
+    @property
+    def is_thin_evidence(self) -> bool:
+        return self.directional_count <= 1
+
+    @property
+    def has_disagreement(self) -> bool:
+        return sum(self.count(p) > 0 for p in DIRECTIONAL) >= 2
+
+    @property
+    def is_confident(self) -> bool:
+        return (
+            self.agreement_score >= CONFIDENT_AGREEMENT
+            and not self.is_thin_evidence
+            and not self.has_disagreement
+        )
+
+    def counts_dict(self) -> dict[str, int]:
+        return {
+            "positive": self.positive,
+            "negative": self.negative,
+            "cautionary": self.cautionary,
+            "open": self.open,
+        }
+
+
+def peer_polarities(stats: BagStats, hit_polarity: str) -> tuple[str, ...]:
+    """Polarities whose live deposits are a hit's conflict peers (open hits: all but dominant)."""
+    if hit_polarity == "open":
+        dominant = stats.dominant_polarity
+        return tuple(p for p in DIRECTIONAL if p != dominant and stats.count(p))
+    return tuple(p for p in DIRECTIONAL if p != hit_polarity and stats.count(p))
+
+
+def explain_hit(stats: BagStats) -> str:
+    """One sentence on why a hit is or is not confident."""
+    if stats.has_disagreement:
+        held = [f"{stats.count(p)} {p}" for p in DIRECTIONAL if stats.count(p)]
+        return f"Not confident: its bag disagrees ({', '.join(held)})."
+    if stats.directional_count == 0:
+        return "Not confident: its bag holds only open notes, no directional claim."
+    if stats.is_thin_evidence:
+        return "Not confident: its bag holds a single directional claim (thin evidence)."
+    dominant = stats.dominant_polarity
+    return (
+        f"Confident: {stats.directional_count} live {dominant} claims agree in its bag and none "
+        "disagree."
+    )

@@ -1,0 +1,224 @@
+"""Validation of what a client sends, with errors that teach the fix."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from deposits.domain.types import (
+    ENUMS,
+    EVIDENCE_GRADES,
+    INT_FACETS,
+    POLARITIES,
+    REPRO_STATUSES,
+    TEXT_FACETS,
+    Scope,
+)
+
+USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+MAX_CONTENT = 8000
+MAX_FACET = 200
+MAX_NOTE = 2000
+MAX_LIST = 32
+MAX_TAG = 64
+MAX_ARTIFACT = 512
+MAX_CONTRADICTS = 100
+MAX_PROVENANCE = 200
+MAX_REASON = 2000
+# A 64-bit signed integer is what both databases store for n and seed.
+INT_FACET_RANGE = (-(2**63), 2**63 - 1)
+
+
+class DepositValidationError(ValueError):
+    """A field the client sent breaks a rule; `message` says which rule and how to fix it."""
+
+    def __init__(self, field: str, message: str, allowed: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        self.allowed = allowed
+
+
+@dataclass(frozen=True, slots=True)
+class DepositDraft:
+    """A validated, normalised deposit that has not been written yet."""
+
+    user_id: str
+    content: str
+    polarity: str = "open"
+    evidence_grade: str = "anecdotal"
+    scope: Scope = Scope()
+    tags: tuple[str, ...] = ()
+    artifact_refs: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
+    author: str | None = None
+    author_role: str | None = None
+    task_id: str | None = None
+    repro_status: str = "unreplicated"
+
+    @property
+    def has_provenance(self) -> bool:
+        """Provenance for the gate: an artifact, or the env or version the claim was seen in."""
+        return bool(self.artifact_refs) or self.scope.env is not None or self.scope.version is not None
+
+
+def enum_message(field: str) -> str:
+    """The pedagogical message for a bad enum value: every allowed value with its meaning."""
+    meanings = ENUMS[field]
+    width = max(len(value) for value in meanings) + 2
+    lines = [f"{field} must be one of:"]
+    lines += [f"  {f'"{value}"':<{width}} — {meaning}" for value, meaning in meanings.items()]
+    return "\n".join(lines)
+
+
+def validate_user_id(user_id: Any) -> str:
+    """Return the user_id when it fits the pattern, else raise a teaching error."""
+    if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
+        raise DepositValidationError(
+            "user_id",
+            "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with "
+            'a letter or digit (e.g. "alice" or "tenant-a:alice")',
+        )
+    return user_id
+
+
+def validate_enum(field: str, value: Any, *, default: str | None = None) -> str:
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str) or value not in ENUMS[field]:
+        raise DepositValidationError(field, enum_message(field), allowed=list(ENUMS[field]))
+    return value
+
+
+def _optional_text(field: str, value: Any, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DepositValidationError(field, f"{field} must be a string of at most {limit} characters")
+    if len(value) > limit:
+        raise DepositValidationError(
+            field, f"{field} is {len(value)} characters; the limit is {limit}. Shorten it."
+        )
+    return value
+
+
+def validate_content(value: Any, field: str = "content") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise DepositValidationError(
+            field,
+            f"{field} must be a non-empty claim in plain words, "
+            'e.g. "Threshold 0.7 over-flags in production"',
+        )
+    content = value.strip()
+    if len(content) > MAX_CONTENT:
+        raise DepositValidationError(
+            field,
+            f"{field} is {len(content)} characters; the limit is {MAX_CONTENT}. Split it into "
+            "separate claims, or keep the detail in an artifact and list it in artifact_refs.",
+        )
+    return content
+
+
+def validate_reason(value: Any) -> str:
+    """A contradiction's reason: required, 1..2000 characters once stripped."""
+    if not isinstance(value, str) or not value.strip():
+        raise DepositValidationError(
+            "reason",
+            "reason is required: say why the earlier deposits no longer hold "
+            '(e.g. "re-measured on the fixed eval set")',
+        )
+    reason = value.strip()
+    if len(reason) > MAX_REASON:
+        raise DepositValidationError(
+            "reason", f"reason is {len(reason)} characters; the limit is {MAX_REASON}."
+        )
+    return reason
+
+
+def validate_scope(value: Any) -> Scope:
+    if value is None:
+        return Scope()
+    if isinstance(value, Scope):
+        value = value.to_dict()
+    if not isinstance(value, Mapping):
+        raise DepositValidationError(
+            "scope", "scope must be an object with any of model, dataset, env, version, n, seed, note"
+        )
+    unknown = sorted(set(value) - {*TEXT_FACETS, *INT_FACETS, "note"})
+    if unknown:
+        raise DepositValidationError(
+            f"scope.{unknown[0]}",
+            f"scope has no facet {unknown[0]!r}; the facets are model, dataset, env, version, n, "
+            "seed, and note for free text",
+        )
+    facets: dict[str, Any] = {}
+    for name in TEXT_FACETS:
+        text = value.get(name)
+        if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= MAX_FACET):
+            raise DepositValidationError(
+                f"scope.{name}",
+                f"scope.{name} must be a string of 1..{MAX_FACET} characters, or left out "
+                "(an empty string would make a different bag from no value at all)",
+            )
+        facets[name] = text
+    for name in INT_FACETS:
+        number = value.get(name)
+        if number is not None and (
+            isinstance(number, bool)
+            or not isinstance(number, int)
+            or not INT_FACET_RANGE[0] <= number <= INT_FACET_RANGE[1]
+        ):
+            raise DepositValidationError(
+                f"scope.{name}", f"scope.{name} must be a whole number (64-bit), or left out"
+            )
+        facets[name] = number
+    note = value.get("note")
+    if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
+        raise DepositValidationError(
+            "scope.note", f"scope.note must be a string of at most {MAX_NOTE} characters"
+        )
+    return Scope(**facets, note=note)
+
+
+def _string_list(field: str, value: Any, *, max_items: int, max_len: int) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise DepositValidationError(field, f"{field} must be a list of strings")
+    if len(value) > max_items:
+        raise DepositValidationError(
+            field, f"{field} has {len(value)} entries; at most {max_items} are allowed"
+        )
+    for item in value:
+        if not 1 <= len(item) <= max_len:
+            raise DepositValidationError(
+                field, f"each entry of {field} must be 1..{max_len} characters; one is {len(item)}"
+            )
+    return tuple(value)
+
+
+def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
+    """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks."""
+    contradicts = _string_list(
+        "contradicts", data.get("contradicts"), max_items=MAX_CONTRADICTS, max_len=64
+    )
+    return DepositDraft(
+        user_id=validate_user_id(user_id),
+        content=validate_content(data.get("content")),
+        polarity=validate_enum("polarity", data.get("polarity"), default=POLARITIES[-1]),
+        evidence_grade=validate_enum(
+            "evidence_grade", data.get("evidence_grade"), default=EVIDENCE_GRADES[0]
+        ),
+        scope=validate_scope(data.get("scope")),
+        tags=_string_list("tags", data.get("tags"), max_items=MAX_LIST, max_len=MAX_TAG),
+        artifact_refs=_string_list(
+            "artifact_refs", data.get("artifact_refs"), max_items=MAX_LIST, max_len=MAX_ARTIFACT
+        ),
+        contradicts=tuple(dict.fromkeys(contradicts)),
+        author=_optional_text("author", data.get("author"), MAX_PROVENANCE),
+        author_role=_optional_text("author_role", data.get("author_role"), MAX_PROVENANCE),
+        task_id=_optional_text("task_id", data.get("task_id"), MAX_PROVENANCE),
+        repro_status=validate_enum("repro_status", data.get("repro_status"), default=REPRO_STATUSES[0]),
+    )

@@ -1,0 +1,134 @@
+"""The store: deposits, contradiction edges, scope bags, idempotency entries, recall log.
+
+Every table leads its indexes with user_id, so the store can be sharded by owner.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class ScopeBag(models.Model):
+    """One owner's deposits with equal six facets, with live counts kept by every write."""
+
+    id = models.CharField(max_length=40, primary_key=True)
+    user_id = models.CharField(max_length=128)
+    model = models.CharField(max_length=200, null=True)
+    dataset = models.CharField(max_length=200, null=True)
+    env = models.CharField(max_length=200, null=True)
+    version = models.CharField(max_length=200, null=True)
+    n = models.BigIntegerField(null=True)
+    seed = models.BigIntegerField(null=True)
+    # Live = neither soft-retracted nor superseded.
+    live_positive = models.IntegerField(default=0)
+    live_negative = models.IntegerField(default=0)
+    live_cautionary = models.IntegerField(default=0)
+    live_open = models.IntegerField(default=0)
+    # Newest live deposit per directional polarity: breaks ties for the dominant polarity.
+    newest_positive_at = models.DateTimeField(null=True)
+    newest_negative_at = models.DateTimeField(null=True)
+    newest_cautionary_at = models.DateTimeField(null=True)
+    # Non-retracted deposits, superseded ones included: what the Resolution pillar reads.
+    kept_positive = models.IntegerField(default=0)
+    kept_negative = models.IntegerField(default=0)
+    kept_cautionary = models.IntegerField(default=0)
+    kept_superseded = models.IntegerField(default=0)
+    last_deposit_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "updated_at"], name="bag_user_updated"),
+            models.Index(fields=["user_id", "last_deposit_at"], name="bag_user_last_deposit"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Deposit(models.Model):
+    """An immutable claim; the database refuses any update but the soft-retract marker."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user_id = models.CharField(max_length=128)
+    bag = models.ForeignKey(ScopeBag, on_delete=models.PROTECT, related_name="deposits", db_index=False)
+    content = models.TextField()
+    polarity = models.CharField(max_length=16)
+    evidence_grade = models.CharField(max_length=16)
+    scope_model = models.CharField(max_length=200, null=True)
+    scope_dataset = models.CharField(max_length=200, null=True)
+    scope_env = models.CharField(max_length=200, null=True)
+    scope_version = models.CharField(max_length=200, null=True)
+    scope_n = models.BigIntegerField(null=True)
+    scope_seed = models.BigIntegerField(null=True)
+    scope_note = models.TextField(null=True)
+    tags = models.JSONField(default=list)
+    artifact_refs = models.JSONField(default=list)
+    author = models.CharField(max_length=200, null=True)
+    author_role = models.CharField(max_length=200, null=True)
+    task_id = models.CharField(max_length=200, null=True)
+    channel = models.CharField(max_length=64, null=True)
+    repro_status = models.CharField(max_length=16, default="unreplicated")
+    belief_key = models.CharField(max_length=128, null=True)
+    belief_value = models.CharField(max_length=500, null=True)
+    created_at = models.DateTimeField()
+    # The soft-retract marker: the one change the database lets through after insert.
+    retracted_at = models.DateTimeField(null=True)
+    retracted_reason = models.TextField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "created_at"], name="deposit_user_created"),
+            models.Index(fields=["user_id", "bag", "polarity", "created_at"], name="deposit_user_bag"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class Contradiction(models.Model):
+    """A supersession edge: the newer deposit contradicts (supersedes) the older one."""
+
+    user_id = models.CharField(max_length=128)
+    new_deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="edges_out")
+    old_deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="edges_in")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["new_deposit", "old_deposit"], name="edge_unique_pair")
+        ]
+        indexes = [
+            models.Index(fields=["user_id", "old_deposit"], name="edge_user_old"),
+            models.Index(fields=["user_id", "new_deposit"], name="edge_user_new"),
+        ]
+
+
+class IdempotencyEntry(models.Model):
+    """A key's first use within its 24-hour window; entries past it are ignored, then deleted."""
+
+    user_id = models.CharField(max_length=128)
+    key = models.CharField(max_length=200)
+    payload_hash = models.CharField(max_length=64)
+    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, null=True, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user_id", "key"], name="idempotency_user_key")]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+
+class RecallLog(models.Model):
+    """One row per recall: what the Coverage pillar of the FMI reads."""
+
+    user_id = models.CharField(max_length=128)
+    created_at = models.DateTimeField()
+    hit_count = models.IntegerField()
+    returned_confident = models.BooleanField()
+
+    class Meta:
+        indexes = [models.Index(fields=["user_id", "created_at"], name="recall_user_created")]

@@ -1,0 +1,129 @@
+"""Reads of the store, each in a fixed number of queries."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beliefs.errors import ApiError
+from deposits.domain.types import BeliefRef, Scope
+from deposits.domain.types import Deposit as DepositRecord
+from deposits.models import Contradiction, Deposit
+
+
+def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[uuid.UUID, list[str]]]:
+    """(what each deposit contradicts, what supersedes each), oldest edge first."""
+    outgoing: dict[uuid.UUID, list[str]] = defaultdict(list)
+    incoming: dict[uuid.UUID, list[str]] = defaultdict(list)
+    if not ids:
+        return outgoing, incoming
+    from django.db.models import Q
+
+    edges = (
+        Contradiction.objects.filter(Q(new_deposit_id__in=ids) | Q(old_deposit_id__in=ids))
+        .order_by("created_at", "id")
+        .values_list("new_deposit_id", "old_deposit_id")
+    )
+    for new, old in edges:
+        outgoing[new].append(str(old))
+        incoming[old].append(str(new))
+    return outgoing, incoming
+
+
+def record_from_row(row: Deposit, *, contradicts: Iterable[str] = (), extra: dict[str, Any] | None = None) -> DepositRecord:
+    return DepositRecord(
+        id=str(row.pk),
+        content=row.content,
+        polarity=row.polarity,
+        evidence_grade=row.evidence_grade,
+        scope=Scope(
+            model=row.scope_model,
+            dataset=row.scope_dataset,
+            env=row.scope_env,
+            version=row.scope_version,
+            n=row.scope_n,
+            seed=row.scope_seed,
+            note=row.scope_note,
+        ),
+        user_id=row.user_id,
+        created_at=row.created_at,
+        tags=tuple(row.tags),
+        contradicts=tuple(contradicts),
+        artifact_refs=tuple(row.artifact_refs),
+        author=row.author,
+        author_role=row.author_role,
+        repro_status=row.repro_status,
+        task_id=row.task_id,
+        channel=row.channel,
+        belief=BeliefRef(row.belief_key, row.belief_value) if row.belief_key and row.belief_value else None,
+        extra=extra or {},
+    )
+
+
+def deposit_records(rows: Sequence[Deposit], *, with_state: bool = False) -> list[DepositRecord]:
+    """Domain records for rows, edges included, in two queries whatever the count.
+
+    `with_state` adds what only an audit view needs: superseded_by, retracted, retracted_reason.
+    """
+    outgoing, incoming = _edges([row.pk for row in rows])
+    records = []
+    for row in rows:
+        extra = None
+        if with_state:
+            extra = {
+                "superseded_by": incoming.get(row.pk, []),
+                "retracted": row.retracted_at is not None,
+                "retracted_reason": row.retracted_reason,
+            }
+        records.append(record_from_row(row, contradicts=outgoing.get(row.pk, []), extra=extra))
+    return records
+
+
+def _row(user_id: str, deposit_id: str) -> Deposit:
+    try:
+        key = uuid.UUID(deposit_id)
+    except ValueError:
+        key = None
+    row = Deposit.objects.filter(user_id=user_id, id=key).first() if key else None
+    if row is None:
+        raise ApiError("not_found", f"no deposit {deposit_id!r} for user {user_id!r}")
+    return row
+
+
+def deposit_record(user_id: str, deposit_id: str) -> DepositRecord:
+    return deposit_records([_row(user_id, deposit_id)])[0]
+
+
+def deposit_detail(user_id: str, deposit_id: str) -> DepositRecord:
+    """One deposit with its audit state; retracted deposits stay readable."""
+    return deposit_records([_row(user_id, deposit_id)], with_state=True)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class DepositPage:
+    items: list[DepositRecord]
+    total: int
+    limit: int
+    offset: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "deposit_page",
+            "items": [item.to_dict() for item in self.items],
+            "total": self.total,
+            "limit": self.limit,
+            "offset": self.offset,
+        }
+
+
+def deposit_page(*, user_id: str, limit: int = 50, offset: int = 0, include_retracted: bool = False) -> DepositPage:
+    """The owner's deposits, newest first."""
+    rows = Deposit.objects.filter(user_id=user_id)
+    if not include_retracted:
+        rows = rows.filter(retracted_at__isnull=True)
+    total = rows.count()
+    page = list(rows.order_by("-created_at", "-id")[offset : offset + limit])
+    return DepositPage(items=deposit_records(page, with_state=True), total=total, limit=limit, offset=offset)

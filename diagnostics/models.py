@@ -1,0 +1,1 @@
+"""Diagnostics snapshots and job runs arrive with the diagnostics issue."""
