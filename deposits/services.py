@@ -376,6 +376,7 @@ def deposit_retract(*, user_id: str, deposit_id: str, mode: str = "soft", reason
 
 
 __all__ = [
+    "idempotency_expire",
     "AddManyResult",
     "AddResult",
     "RetractResult",
@@ -385,3 +386,14 @@ __all__ = [
     "deposit_records",
     "deposit_retract",
 ]
+
+
+def idempotency_expire(*, now: datetime | None = None) -> int:
+    """Delete idempotency entries past their 24-hour window; returns how many went.
+
+    Only housekeeping: every read already ignores expired entries, so running late,
+    twice, or twice at once is harmless.
+    """
+    cutoff = (now or timezone.now()) - WINDOW
+    deleted, _ = IdempotencyEntry.objects.filter(created_at__lte=cutoff).delete()
+    return deleted

@@ -1,0 +1,59 @@
+# The two commands: `make run` and `make test`. Both do every set-up step on a fresh machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+PYENV_ROOT ?= $(HOME)/.pyenv
+# The first Python >= 3.12 that actually runs (a pyenv shim for an inactive version fails).
+PY_CANDIDATES := python3.13 python3.12 \
+	$(sort $(wildcard $(PYENV_ROOT)/versions/3.13*/bin/python3)) \
+	$(sort $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3))
+BASE_PYTHON ?= $(firstword $(foreach p,$(PY_CANDIDATES),$(shell $(p) -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && echo $(p))))
+
+# make run serves with DEBUG off, so it needs a secret key: one is made once under var/.
+export SECRET_KEY ?= $(shell mkdir -p var && { test -s var/secret-key || head -c 48 /dev/urandom | base64 | tr -d '\n/+=' > var/secret-key; } && cat var/secret-key)
+export ALLOWED_HOSTS ?= localhost,127.0.0.1,[::1]
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: help setup run test lint format clean
+
+help:
+	@echo "make run   set up, then serve Atlaso on http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
+	@echo "make test  set up, then run the whole test suite"
+
+$(VENV)/.installed: requirements.txt
+	@if [ -z "$(BASE_PYTHON)" ]; then \
+		echo "Atlaso needs Python 3.12 or newer (python3.13 or python3.12 on PATH, or under pyenv)."; \
+		echo "Install one, e.g. 'pyenv install 3.13' or your system's python3.13 package, then rerun."; \
+		exit 1; fi
+	@echo "Creating $(VENV) with $(BASE_PYTHON)"
+	@$(BASE_PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+setup: $(VENV)/.installed
+	@$(PY) manage.py migrate --no-input -v 0
+
+run: setup
+	@$(PY) manage.py collectstatic --no-input -v 0
+	@$(PY) manage.py ensure_admin
+	@$(PY) manage.py load_demo
+	@$(PY) -m atlaso_site.serve --host $(HOST) --port $(PORT)
+
+test: $(VENV)/.installed
+	@$(PY) -m pytest
+	@if [ -n "$$DATABASE_URL" ]; then \
+		echo "== The same suite on the embedded SQLite database =="; \
+		env -u DATABASE_URL $(PY) -m pytest; fi
+
+lint: $(VENV)/.installed
+	@$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+format: $(VENV)/.installed
+	@$(PY) -m ruff format . && $(PY) -m ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,71 @@
+"""The shared cast: API keys on channels of known tiers, and a JSON client that uses them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from beliefs.services import api_key_create
+
+
+@dataclass
+class Answer:
+    status: int
+    body: dict[str, Any]
+    headers: Any
+
+
+class ApiClient:
+    """Calls /api/v1 with a Bearer key and decodes the JSON answer."""
+
+    def __init__(self, secret: str | None) -> None:
+        self.secret = secret
+        self.client = Client()
+
+    def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | str | None = None) -> Answer:
+        extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in (headers or {}).items()}
+        if self.secret:
+            extra["HTTP_AUTHORIZATION"] = f"Bearer {self.secret}"
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        kwargs: dict[str, Any] = {"content_type": "application/json"} if data is not None else {}
+        if data is not None:
+            kwargs["data"] = data
+        response = getattr(self.client, method.lower())(f"/api/v1{path}", **kwargs, **extra)
+        return Answer(response.status_code, json.loads(response.content) if response.content else {}, response)
+
+    def get(self, path: str, **kw: Any) -> Answer:
+        return self.call("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Answer:
+        return self.call("POST", path, body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Answer:
+        return self.call("DELETE", path, **kw)
+
+
+def make_client(*, channel: str = "agent-a", tier: str = "agent_own", perms: tuple[str, ...] = ("read", "write"), prefix: str = "") -> ApiClient:
+    _, secret = api_key_create(name=f"test {channel}", channel_name=channel, tier_name=tier, permissions=perms, user_prefix=prefix)
+    return ApiClient(secret)
+
+
+@pytest.fixture
+def api(db: None) -> ApiClient:
+    """A read/write key on an agent_own channel."""
+    return make_client()
+
+
+@pytest.fixture
+def eraser(db: None) -> ApiClient:
+    """A key that may also erase (hard-retract)."""
+    return make_client(channel="gdpr-desk", tier="agent_own", perms=("read", "write", "erase"))
+
+
+@pytest.fixture
+def on_postgres() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://… (CI does)")
