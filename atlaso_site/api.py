@@ -13,8 +13,10 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from beliefs.access import ApiKeyAuth
 from beliefs.errors import ApiError
 from deposits.api import router as deposits_router
+from deposits.api_recall import router as recall_router
+from diagnostics.api import router as diagnostics_router
 from deposits.domain.types import ENUMS
-from deposits.domain.validation import enum_message
+from deposits.domain.validation import DepositValidationError, enum_message
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +29,8 @@ api = NinjaAPI(
     urls_namespace="api-v1",
 )
 api.add_router("", deposits_router)
+api.add_router("", recall_router)
+api.add_router("", diagnostics_router)
 
 # Names of operation parameters that wrap a whole body or query object; not client fields.
 _WRAPPERS = {"payload", "query"}
@@ -49,6 +53,14 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     if parts and parts[0] in _WRAPPERS:
         parts = parts[1:]
     return ".".join(parts) or "body"
+
+
+@api.exception_handler(DepositValidationError)
+def on_deposit_validation_error(request: HttpRequest, exc: DepositValidationError) -> HttpResponse:
+    details: dict[str, Any] = {"field": exc.field}
+    if exc.allowed is not None:
+        details["allowed"] = exc.allowed
+    return render(request, ApiError("validation_error", exc.message, **details))
 
 
 @api.exception_handler(ValidationError)

@@ -1,0 +1,134 @@
+"""The one recall query, with the few fragments each database spells differently.
+
+One statement finds every match, scores it (text rank × recency decay), keeps the best
+`per_class` of each (conflict?, polarity) class for the slice, and counts the matching
+bags, so the aggregate flags cover every match however small `limit` is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+
+from deposits.domain.recall import HALF_LIFE_DAYS, Candidate
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    user_id: str
+    words: list[str]
+    now: datetime
+    per_class: int
+    facets: Mapping[str, str | int] = field(default_factory=dict)
+    include_superseded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    total_hits: int = 0
+    bag_count: int = 0
+    conflict_bag_count: int = 0
+    confident_bag_count: int = 0
+
+
+def _half_life_case() -> str:
+    arms = " ".join(f"WHEN '{polarity}' THEN {days}" for polarity, days in HALF_LIFE_DAYS.items())
+    return f"(CASE d.polarity {arms} END)"
+
+
+def _present(column: str) -> str:
+    return f"(CASE WHEN bag.{column} > 0 THEN 1 ELSE 0 END)"
+
+
+IN_CONFLICT_SQL = f"({_present('live_positive')} + {_present('live_negative')} + {_present('live_cautionary')}) >= 2"
+DIRECTIONAL_SQL = "(bag.live_positive + bag.live_negative + bag.live_cautionary)"
+
+
+class SearchBackend:
+    """Subclasses give the match clause, the text rank, and the age in days."""
+
+    #: FROM clause that yields deposits as `d`, joined to the text index.
+    source_sql: str
+    #: WHERE fragment that applies the text query (one %s: the query string).
+    match_sql: str
+    #: The text rank of a match, higher is better.
+    rank_sql: str
+    #: Age of `d.created_at` in days at %s (one %s: now).
+    age_days_sql: str
+
+    def text_query(self, words: list[str]) -> str:
+        raise NotImplementedError
+
+    def rank_params(self, query: str) -> list[object]:
+        """Parameters `rank_sql` takes, in order."""
+        return []
+
+    def search(self, request: SearchRequest) -> tuple[list[Candidate], Aggregates, set[str]]:
+        """(top candidates per class, aggregates over every match, ids of superseded hits)."""
+        query = self.text_query(request.words)
+        adapt = connection.ops.adapt_datetimefield_value
+        facet_sql = "".join(f" AND d.scope_{name} = %s" for name in request.facets)
+        superseded_sql = "d.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
+        live_filter = "" if request.include_superseded else f" AND NOT {superseded_sql}"
+        decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {_half_life_case()})"
+        sql = f"""
+WITH m AS MATERIALIZED (
+    SELECT d.id, d.bag_id, d.polarity, ({self.rank_sql}) * {decay_sql} AS score,
+           {superseded_sql} AS superseded
+    FROM {self.source_sql}
+    WHERE {self.match_sql} AND d.user_id = %s AND d.retracted_at IS NULL{live_filter}{facet_sql}
+),
+b AS MATERIALIZED (
+    SELECT bag.id, {IN_CONFLICT_SQL} AS in_conflict, {DIRECTIONAL_SQL} AS directional
+    FROM deposits_scopebag bag
+    WHERE bag.user_id = %s AND bag.id IN (SELECT DISTINCT m.bag_id FROM m)
+),
+r AS (
+    SELECT m.id, m.bag_id, m.polarity, m.score, b.in_conflict, m.superseded,
+           row_number() OVER (PARTITION BY b.in_conflict, m.polarity ORDER BY m.score DESC, m.id) AS place
+    FROM m JOIN b ON b.id = m.bag_id
+)
+SELECT 0, r.id, r.bag_id, r.polarity, r.score, r.in_conflict, r.superseded, NULL, NULL FROM r WHERE r.place <= %s
+UNION ALL
+SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM m), count(*)
+FROM b
+UNION ALL
+SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, count(*) FILTER (WHERE b.in_conflict),
+       count(*) FILTER (WHERE NOT b.in_conflict AND b.directional >= 2)
+FROM b
+"""
+        params: list[object] = [
+            *self.rank_params(query),
+            adapt(request.now),
+            request.user_id,
+            query,
+            request.user_id,
+            *([] if request.include_superseded else [request.user_id]),
+            *request.facets.values(),
+            request.user_id,
+            request.per_class,
+        ]
+        candidates: list[Candidate] = []
+        superseded: set[str] = set()
+        totals = {1: (0, 0), 2: (0, 0)}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            for part, raw_id, bag_id, polarity, score, in_conflict, is_superseded, a, b in cursor.fetchall():
+                if part == 0:
+                    deposit_id = str(uuid.UUID(str(raw_id)))
+                    candidates.append(Candidate(deposit_id, bag_id, polarity, float(score), bool(in_conflict)))
+                    if is_superseded:
+                        superseded.add(deposit_id)
+                else:
+                    totals[part] = (int(a or 0), int(b or 0))
+        aggregates = Aggregates(
+            total_hits=totals[1][0],
+            bag_count=totals[1][1],
+            conflict_bag_count=totals[2][0],
+            confident_bag_count=totals[2][1],
+        )
+        return candidates, aggregates, superseded

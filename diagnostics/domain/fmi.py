@@ -1,0 +1,93 @@
+"""The Field Maturity Index: four pillars, their geometric mean, and a plain-English verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HEALTHY = 70
+USABLE = 40
+GOOD_PILLAR = 0.7
+
+# (sentence when the pillar is good, sentence when it is the problem)
+PILLAR_SENTENCES: dict[str, tuple[str, str]] = {
+    "coverage": (
+        "Searches are returning confident answers.",
+        "Few searches return a confident answer; corroborate what agents ask about.",
+    ),
+    "precision": (
+        "Bags agree with themselves.",
+        "Many bags are split between polarities; review them and resolve the disagreements.",
+    ),
+    "resolution": (
+        "Conflicts are being resolved.",
+        "Most conflicts are unresolved; resolve them with contradicting deposits.",
+    ),
+    "density": (
+        "Most claims are corroborated.",
+        "Most bags hold a single deposit; corroborate claims so they can become confident.",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Pillars:
+    coverage: float
+    precision: float
+    resolution: float
+    density: float
+
+    @property
+    def fmi(self) -> int:
+        """100 × (C·P·R·D)^(1/4), rounded: one weak pillar pulls the whole score down."""
+        product = self.coverage * self.precision * self.resolution * self.density
+        return round(100 * product**0.25) if product > 0 else 0
+
+    @property
+    def weakest(self) -> str:
+        values = {"coverage": self.coverage, "precision": self.precision, "resolution": self.resolution, "density": self.density}
+        return min(values, key=lambda name: values[name])
+
+
+def band(fmi: int) -> str:
+    if fmi >= HEALTHY:
+        return "healthy"
+    return "usable" if fmi >= USABLE else "unreliable"
+
+
+def explain(pillars: Pillars, *, deposit_count: int) -> str:
+    """`"Memory is healthy (FMI 72/100). Searches are returning confident answers."`."""
+    fmi = pillars.fmi
+    head = f"Memory is {band(fmi)} (FMI {fmi}/100)."
+    if deposit_count == 0:
+        return f"{head} Nothing is stored yet; add deposits to build it."
+    weakest = pillars.weakest
+    good, bad = PILLAR_SENTENCES[weakest]
+    return f"{head} {good if getattr(pillars, weakest) >= GOOD_PILLAR else bad}"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostics:
+    pillars: Pillars
+    window_days: int
+    deposit_count: int
+
+    @property
+    def fmi(self) -> int:
+        return self.pillars.fmi
+
+    def explain(self) -> str:
+        return explain(self.pillars, deposit_count=self.deposit_count)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "diagnostics",
+            "fmi": self.fmi,
+            "coverage": self.pillars.coverage,
+            "precision": self.pillars.precision,
+            "resolution": self.pillars.resolution,
+            "density": self.pillars.density,
+            "window_days": self.window_days,
+            "deposit_count": self.deposit_count,
+            "explain": self.explain(),
+        }
