@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from django.http import HttpRequest
-from ninja import Header, Query, Router, Schema
+from ninja import Header, Query, Router, Schema, Status
 from pydantic import Field
 
 from beliefs.access import require
@@ -52,7 +52,7 @@ def add_deposit(
     result = services.deposit_add(
         user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
     )
-    return (200 if result.is_idempotent_replay else 201), result.to_dict()
+    return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
 
 
 @router.post("/users/{user_id}/deposits/bulk", response=with_errors(**{"200": AddManyResultOut}))
@@ -63,7 +63,7 @@ def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
     result = services.deposit_add_many(
         user_id=user_id, items=items, on_gate_reject=payload.on_gate_reject, channel=_channel(request)
     )
-    return 200, result.to_dict()
+    return Status(200, result.to_dict())
 
 
 @router.post("/users/{user_id}/contradict", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut}))
@@ -79,14 +79,14 @@ def contradict(
     result = services.deposit_contradict(
         user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
     )
-    return (200 if result.is_idempotent_replay else 201), result.to_dict()
+    return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
 
 
 @router.get("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": DepositDetailOut}))
 def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
     """One deposit with its audit state (superseded_by, retracted)."""
     require(request, "read", user_id)
-    return 200, selectors.deposit_detail(user_id, deposit_id).to_dict()
+    return Status(200, selectors.deposit_detail(user_id, deposit_id).to_dict())
 
 
 class ListQuery(Schema):
@@ -102,7 +102,7 @@ def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
     page = selectors.deposit_page(
         user_id=user_id, limit=query.limit, offset=query.offset, include_retracted=query.include_retracted
     )
-    return 200, page.to_dict()
+    return Status(200, page.to_dict())
 
 
 @router.api_operation(
@@ -127,4 +127,4 @@ def retract_deposit(request: HttpRequest, user_id: str, deposit_id: str, query: 
     """Soft-retract (default) or erase (mode=hard, needs the erase permission) a deposit."""
     require(request, "erase" if query.mode == "hard" else "write", user_id)
     result = services.deposit_retract(user_id=user_id, deposit_id=deposit_id, mode=query.mode, reason=query.reason)
-    return 200, result.to_dict()
+    return Status(200, result.to_dict())
