@@ -64,9 +64,7 @@ def reliability(
     settings: RuleSettings = DEFAULT_SETTINGS,
 ) -> float:
     """Return r = clip(min(κ, κ_taint, c), 0.01, 0.99), with the hedge floor applied to c."""
-    confidence = (
-        settings.default_content_confidence if content_confidence is None else content_confidence
-    )
+    confidence = settings.default_content_confidence if content_confidence is None else content_confidence
     cap = ceiling if taint_ceiling is None else min(ceiling, taint_ceiling)
     if settings.hedge_floor and ceiling > settings.pivot:
         # The floor replaces c and nothing else: both ceilings stay inside the min, so taint
@@ -91,9 +89,7 @@ class Observation:
     def __post_init__(self) -> None:
         clean_value(self.value)
         if not isinstance(self.observed_at, datetime) or self.observed_at.utcoffset() is None:
-            raise BeliefInputError(
-                "observed_at", "observed_at must be a datetime with a time zone"
-            )
+            raise BeliefInputError("observed_at", "observed_at must be a datetime with a time zone")
         clean_ceiling("ceiling", self.ceiling)
         if self.taint_ceiling is not None:
             clean_ceiling("taint_ceiling", self.taint_ceiling)
@@ -258,8 +254,9 @@ class BeliefState:
 
 def _total_variation(before: BeliefState, after: BeliefState) -> float:
     """Total-variation distance between two states' distributions over S ∪ {U}."""
-    keys = {c.key for c in before.candidates} | {c.key for c in after.candidates}
-    differences = [abs(after.mass_of(key) - before.mass_of(key)) for key in keys]
+    # S only grows, so every key of `before` is in `after`.
+    was = {c.key: c.mass for c in before.candidates}
+    differences = [abs(c.mass - was.get(c.key, 0.0)) for c in after.candidates]
     differences.append(abs(after.unknown_mass - before.unknown_mass))
     return 0.5 * math.fsum(differences)
 
@@ -451,7 +448,10 @@ def verdict(
     belief_key: str = "",
     now: datetime | None = None,
 ) -> Verdict:
-    """Read the verdict of `state`, mixing toward UNKNOWN at read time when decay is on."""
+    """Read the verdict of `state`, mixing toward UNKNOWN at read time when decay is on.
+
+    `now` matters only with decay on; it defaults to the current time.
+    """
     weight = 1.0
     if settings.decay_half_life_days is not None:
         weight = decay_weight(state, settings, datetime.now(UTC) if now is None else now)

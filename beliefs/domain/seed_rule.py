@@ -104,9 +104,7 @@ class SeedVerdict:
     observation_count: int
 
 
-def _renormalised(
-    candidates: list[SeedCandidate], unknown: float
-) -> tuple[list[SeedCandidate], float]:
+def _renormalised(candidates: list[SeedCandidate], unknown: float) -> tuple[list[SeedCandidate], float]:
     total = math.fsum([*(c.mass for c in candidates), unknown])
     return [replace(c, mass=c.mass / total) for c in candidates], unknown / total
 
@@ -155,9 +153,7 @@ def apply(
             entry, inert = settings.inert_mass, True
         candidates = [replace(c, mass=c.mass * (1.0 - entry)) for c in candidates]
         unknown *= 1.0 - entry
-        candidates.append(
-            SeedCandidate(key=key, value=display, mass=entry, inert=inert, last_gain=count)
-        )
+        candidates.append(SeedCandidate(key=key, value=display, mass=entry, inert=inert, last_gain=count))
     new_state = SeedState(
         candidates=tuple(candidates),
         unknown_mass=unknown,

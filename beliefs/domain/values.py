@@ -61,9 +61,7 @@ def clean_belief_key(key: Any) -> str:
 def clean_value(value: Any) -> str:
     """Return the display spelling of a value (whitespace collapsed), else raise a teaching error."""
     if not isinstance(value, str):
-        raise BeliefInputError(
-            "value", f"a belief value is a short text answer, not {type(value).__name__}"
-        )
+        raise BeliefInputError("value", f"a belief value is a short text answer, not {type(value).__name__}")
     display = collapse_whitespace(value)
     if not display:
         raise BeliefInputError(
@@ -100,7 +98,9 @@ def clean_content_confidence(confidence: Any) -> float | None:
 
 def clean_ceiling(field: str, ceiling: Any) -> float:
     """Return a tier ceiling strictly between 0 and 1, else raise a teaching error."""
-    as_float = clean_unit_interval(field, ceiling)
+    if isinstance(ceiling, bool) or not isinstance(ceiling, int | float):
+        raise BeliefInputError(field, f"{field} is a number strictly between 0 and 1, e.g. 0.98")
+    as_float = float(ceiling)
     if not 0.0 < as_float < 1.0:
         raise BeliefInputError(
             field,
