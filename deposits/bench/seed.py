@@ -1,0 +1,196 @@
+"""A realistic synthetic store for the benchmark: power-law owners, bags of 1..50, ~5% in conflict.
+
+Rows are generated owner by owner, which is the layout `CLUSTER deposits_deposit USING
+deposit_user_created` gives the table (see docs/BENCHMARKS.md), and loaded with COPY.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from deposits.domain.bags import bag_id as compute_bag_id
+from deposits.domain.types import DIRECTIONAL, Scope
+
+OWNER_PREFIX = "bench-"
+MODELS = ["gpt-5", "gpt-5-mini", "claude-4", "llama-4", "mistral-l", "gemini-3", "qwen-3", "phi-5"]
+DATASETS = ["support-tickets", "fraud-eval", "code-review", "search-logs", "billing", "onboarding", "churn", "sales-notes"]
+ENVS = ["prod", "staging", "dev"]
+# Ordered by how often they are used (a Zipf draw): the first words match tens of thousands
+# of a large owner's rows, the last only a handful — the spread the recall benchmark needs.
+VOCABULARY = (
+    "model threshold latency prompt eval accuracy user retry cache timeout batch memory error rate "
+    "customer fraud score ranking recall precision drift token context window budget queue worker "
+    "deploy rollback canary region replica index shard schema migration embedding vector cosine "
+    "tokenizer temperature sampling beam guard filter policy refusal jailbreak redteam audit "
+    "privacy consent invoice refund discount coupon checkout cart basket shipping warehouse "
+    "inventory forecast anomaly spike outage incident pager alert dashboard metric histogram "
+    "percentile regression baseline ablation finetune adapter lora quantized distilled pruning "
+    "oat milk coffee espresso morning commute bicycle train marathon yoga piano guitar novel "
+    "poetry garden tomato basil sourdough ramen sushi curry tofu lentil almond walnut avocado "
+    "kayak glacier volcano harbor lighthouse meadow canyon orchard vineyard tundra savanna "
+    "quasar nebula pulsar comet asteroid photon neutrino boson lepton quark gluon "
+    "zephyr quokka axolotl narwhal pangolin capybara okapi tapir ocelot serval caracal"
+).split()
+_ZIPF_WEIGHTS = [1 / (rank + 1) ** 1.1 for rank in range(len(VOCABULARY))]
+
+
+def owner_sizes(deposits: int, owners: int) -> list[int]:
+    """Power-law sizes (∝ 1/rank) summing to `deposits`; the largest owner holds about 10%."""
+    harmonic = sum(1 / rank for rank in range(1, owners + 1))
+    sizes = [max(1, round(deposits / (rank * harmonic))) for rank in range(1, owners + 1)]
+    sizes[0] += deposits - sum(sizes)
+    return sizes
+
+
+@dataclass
+class BagPlan:
+    """One bag's deposits, in creation order, and which of them are superseded."""
+
+    bag_id: str
+    scope: Scope
+    polarities: list[str]
+    created: list[datetime]
+    superseded: set[int] = field(default_factory=set)
+    edges: list[tuple[int, int]] = field(default_factory=list)
+
+
+def plan_owner(rng: random.Random, user_id: str, size: int, now: datetime) -> Iterator[BagPlan]:
+    """Split an owner's deposits into bags; about 5% of bags (of two or more) disagree."""
+    remaining, index = size, 0
+    while remaining:
+        bag_size = min(remaining, 1 + int(49 * rng.random() ** 3))
+        remaining -= bag_size
+        index += 1
+        scope = Scope(
+            model=rng.choice(MODELS),
+            dataset=rng.choice(DATASETS),
+            env=rng.choice(ENVS),
+            version=f"v{index}",
+            n=rng.choice([None, 100, 1000, 10000]),
+            seed=None,
+        )
+        main = rng.choices(DIRECTIONAL, weights=[0.5, 0.25, 0.25])[0]
+        polarities = ["open" if rng.random() < 0.15 else main for _ in range(bag_size)]
+        if bag_size >= 2 and rng.random() < 0.05 / 0.75:  # ~75% of bags have ≥ 2 deposits
+            other = rng.choice([p for p in DIRECTIONAL if p != main])
+            for position in rng.sample(range(bag_size), max(1, bag_size // 4)):
+                polarities[position] = other
+            if main not in polarities:
+                polarities[0] = main
+        start = now - timedelta(days=rng.uniform(0, 365))
+        created = sorted(start + timedelta(minutes=rng.uniform(0, 60 * 24 * 30)) for _ in range(bag_size))
+        created = [min(moment, now) for moment in created]
+        plan = BagPlan(compute_bag_id(user_id, scope), scope, polarities, created)
+        kinds = {p for p in polarities if p != "open"}
+        if len(kinds) >= 2 and rng.random() < 0.4:
+            # A correction: the newest deposit supersedes an older one of another polarity.
+            newest = bag_size - 1
+            older = [i for i in range(newest) if polarities[i] not in ("open", polarities[newest])]
+            if older:
+                target = rng.choice(older)
+                plan.superseded.add(target)
+                plan.edges.append((newest, target))
+        yield plan
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(VOCABULARY, weights=_ZIPF_WEIGHTS, k=rng.randint(6, 14))
+    return " ".join(words).capitalize()
+
+
+@dataclass
+class SeedCounts:
+    deposits: int = 0
+    bags: int = 0
+    conflict_bags: int = 0
+    edges: int = 0
+
+
+GRADE_FOR = {"positive": "observed", "negative": "observed", "cautionary": "anecdotal", "open": "anecdotal"}
+
+
+def generate(
+    *,
+    deposits: int,
+    owners: int,
+    now: datetime,
+    seed: int,
+    belief_share: float,
+    on_owner: Callable[[str, list[tuple], list[tuple], list[tuple]], None],
+) -> SeedCounts:
+    """Generate every owner and hand each one's (deposit rows, bag rows, edge rows) to `on_owner`."""
+    rng = random.Random(seed)
+    counts = SeedCounts()
+    for rank, size in enumerate(owner_sizes(deposits, owners), start=1):
+        user_id = f"{OWNER_PREFIX}{rank:05d}"
+        deposit_rows: list[tuple] = []
+        bag_rows: list[tuple] = []
+        edge_rows: list[tuple] = []
+        for plan in plan_owner(rng, user_id, size, now):
+            ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in plan.polarities]
+            live = {p: 0 for p in (*DIRECTIONAL, "open")}
+            kept = {p: 0 for p in DIRECTIONAL}
+            newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
+            for i, (polarity, created) in enumerate(zip(plan.polarities, plan.created, strict=True)):
+                belief_key = belief_value = None
+                if rng.random() < belief_share:
+                    belief_key = f"pref_{rng.randrange(50)}"
+                    belief_value = f"option {rng.randrange(4)}"
+                scope = plan.scope
+                deposit_rows.append((
+                    ids[i], user_id, plan.bag_id, sentence(rng), polarity, GRADE_FOR[polarity],
+                    scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, None,
+                    "[]", json.dumps([f"run://{rank}/{i}"]) if polarity != "open" else "[]",
+                    "bench", None, None, "bench-loader", "unreplicated", belief_key, belief_value, created,
+                ))  # fmt: skip
+                if polarity in kept:
+                    kept[polarity] += 1
+                if i in plan.superseded:
+                    continue
+                live[polarity] += 1
+                if polarity in newest:
+                    newest[polarity] = created
+            superseded = len(plan.superseded)
+            bag_rows.append((
+                plan.bag_id, user_id, *plan.scope.facets,
+                live["positive"], live["negative"], live["cautionary"], live["open"],
+                newest["positive"], newest["negative"], newest["cautionary"],
+                kept["positive"], kept["negative"], kept["cautionary"], superseded,
+                plan.created[-1], plan.created[0], plan.created[-1],
+            ))  # fmt: skip
+            for new, old in plan.edges:
+                edge_rows.append((user_id, ids[new], ids[old], "corrected", plan.created[new]))
+            counts.bags += 1
+            counts.conflict_bags += sum(live[p] > 0 for p in DIRECTIONAL) >= 2
+            counts.edges += len(plan.edges)
+        counts.deposits += len(deposit_rows)
+        on_owner(user_id, deposit_rows, bag_rows, edge_rows)
+    return counts
+
+
+def copy_text(rows: list[tuple]) -> str:
+    """Rows in PostgreSQL COPY text format."""
+    out = io.StringIO()
+    for row in rows:
+        out.write("\t".join(_copy_value(v) for v in row))
+        out.write("\n")
+    return out.getvalue()
+
+
+def _copy_value(value: object) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    text = str(value)
+    if "\\" in text or "\t" in text or "\n" in text:
+        text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    return text
+
+

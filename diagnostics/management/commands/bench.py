@@ -1,0 +1,229 @@
+"""`bench`: measure the performance targets of operations.md on the configured database."""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection, transaction
+from django.test import Client
+from django.utils import timezone
+
+from beliefs.services import api_key_create
+from deposits.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
+from deposits.domain.idempotency import idempotency_key
+from deposits.domain.recall import query_words
+from deposits.models import Deposit
+from deposits.recall import recall
+from deposits.search import search_backend
+from deposits.search.base import _half_life_case
+from deposits.services import deposit_add_many
+from diagnostics.selectors import health
+
+INGEST_PREFIX = "benchingest-"
+# 20 varied queries: common words, rare words, mixes, and a long pasted question.
+QUERIES = [
+    "model", "threshold", "latency", "model threshold", "prompt eval accuracy", "retry cache timeout",
+    "fraud score", "quokka", "capybara narwhal", "glacier volcano harbor", "sourdough ramen",
+    "customer refund invoice", "deploy rollback canary", "embedding vector cosine", "oat milk coffee",
+    "pulsar", "why does the threshold over-flag fraud in prod?", "marathon yoga piano",
+    "memory error rate spike outage incident", "axolotl",
+]  # fmt: skip
+
+
+def percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def timed(function: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    function()
+    return (time.perf_counter() - started) * 1000
+
+
+class Command(BaseCommand):
+    help = "Measure recall, ingest, single add, health and memory; print a table and write JSON."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--repeat", type=int, default=5, help="runs of each recall query")
+        parser.add_argument("--ingest", type=int, default=10_000, help="deposits for the ingest measurement")
+        parser.add_argument("--adds", type=int, default=200, help="single adds through the HTTP stack")
+        parser.add_argument("--json", default=str(settings.VAR_DIR / "bench-results.json"))
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        owner = (
+            Deposit.objects.filter(user_id__startswith=OWNER_PREFIX)
+            .values("user_id")
+            .order_by("user_id")
+            .values_list("user_id", flat=True)
+            .first()
+        )
+        if owner is None:
+            raise CommandError("no bench store: run `python manage.py seed_bench --deposits N --owners M` first")
+        store_size = Deposit.objects.count()
+        owner_size = Deposit.objects.filter(user_id=owner).count()
+        self.stdout.write(f"Store: {store_size:,} deposits; largest owner {owner} holds {owner_size:,}. Database: {connection.vendor}.")
+        rows: list[dict[str, Any]] = []
+        rows += self._recall(owner, options["repeat"])
+        rows += self._ingest(options["ingest"])
+        rows += self._single_add(options["adds"])
+        rows += self._health(owner)
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rows.append({"what": "resident memory after the bench (this process)", "value": f"{rss_mb:.0f} MB", "target": "≤ 250 MB", "floor": "", "ok": rss_mb <= 250})
+        self._print(rows)
+        report = {
+            "database": connection.vendor,
+            "store_deposits": store_size,
+            "largest_owner": owner,
+            "largest_owner_deposits": owner_size,
+            "measured_at": timezone.now().isoformat(),
+            "rows": rows,
+        }
+        Path(options["json"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(options["json"]).write_text(json.dumps(report, indent=2))
+        self.stdout.write(f"Wrote {options['json']}")
+
+    def _recall(self, owner: str, repeat: int) -> list[dict[str, Any]]:
+        backend = search_backend()
+        decay = f"exp(-({backend.age_days_sql}) * ln(2) / {_half_life_case()})"
+        raw_sql = (
+            f"SELECT d.id FROM {backend.source_sql} WHERE {backend.match_sql} AND d.user_id = %s "
+            f"AND d.retracted_at IS NULL ORDER BY ({backend.rank_sql}) * {decay} DESC LIMIT 10"
+        )
+        service: list[float] = []
+        floor: list[float] = []
+        for query in QUERIES:
+            text = backend.text_query(query_words(query))
+            params = [text, owner, *backend.rank_params(text), connection.ops.adapt_datetimefield_value(timezone.now())]
+
+            def raw(params: list[object] = params) -> None:
+                with connection.cursor() as cursor:
+                    cursor.execute(raw_sql, params)
+                    cursor.fetchall()
+
+            recall(user_id=owner, query=query)  # warm the cache once, as a live server would be
+            raw()
+            for _ in range(repeat):
+                service.append(timed(lambda q=query: recall(user_id=owner, query=q)))
+                floor.append(timed(raw))
+        p50, p99 = percentile(service, 0.5), percentile(service, 0.99)
+        f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
+        return [
+            {"what": f"recall p50, largest owner, {len(QUERIES)} queries × {repeat}, all flags", "value": f"{p50:.1f} ms", "target": "≤ 30 ms", "floor": f"raw top-10 SQL {f50:.1f} ms ({p50 / f50:.1f}×)", "ok": p50 <= 30 and p50 <= 3 * f50},
+            {"what": "recall p99", "value": f"{p99:.1f} ms", "target": "≤ 120 ms", "floor": f"raw top-10 SQL {f99:.1f} ms ({p99 / f99:.1f}×)", "ok": p99 <= 120 and p99 <= 3 * f99},
+        ]
+
+    def _ingest(self, total: int) -> list[dict[str, Any]]:
+        rng = random.Random(11)
+        run = uuid.uuid4().hex[:8]
+        batch = 1000
+        batches = []
+        for number in range(max(1, total // batch)):
+            user_id = f"{INGEST_PREFIX}{run}-{number % 20}"
+            items = []
+            for i in range(batch):
+                items.append({
+                    "content": sentence(rng), "polarity": rng.choice(["positive", "negative", "open"]),
+                    "evidence_grade": "observed", "scope": {"model": rng.choice(VOCABULARY), "env": "prod", "version": f"v{rng.randrange(40)}"},
+                    "idempotency_key": idempotency_key(run, number, i),
+                })  # fmt: skip
+            batches.append((user_id, items))
+        started = time.perf_counter()
+        for user_id, items in batches:
+            result = deposit_add_many(user_id=user_id, items=items, channel="bench-loader")
+            if result.failed:
+                raise CommandError(f"ingest failed: {result.failed[0].error.message}")
+        service_rate = sum(len(items) for _, items in batches) / (time.perf_counter() - started)
+        floor_rate = self._raw_insert_rate(batches, run)
+        self._delete_ingested()
+        return [
+            {"what": "bulk ingest through the service layer (gate, bags, idempotency)", "value": f"{service_rate:,.0f} deposits/s", "target": "≥ 5,000/s", "floor": f"raw unnest INSERT {floor_rate:,.0f} rows/s ({service_rate / floor_rate:.0%})", "ok": service_rate >= 5000 and service_rate >= 0.3 * floor_rate},
+        ]
+
+    def _raw_insert_rate(self, batches: list[tuple[str, list[dict[str, Any]]]], run: str) -> float:
+        """The same rows inserted with one statement per batch, no rules: the database's floor."""
+        now = timezone.now()
+        columns = ("id", "user_id", "bag_id", "content", "polarity", "evidence_grade", "scope_model", "scope_env", "scope_version", "tags", "artifact_refs", "repro_status", "created_at")
+        prepared = []
+        for user_id, items in batches:
+            rows = [
+                (uuid.uuid4(), f"raw{user_id}", "raw-bag", item["content"], item["polarity"], item["evidence_grade"],
+                 item["scope"]["model"], "prod", item["scope"]["version"], "[]", "[]", "unreplicated", now)
+                for item in items
+            ]  # fmt: skip
+            prepared.append(rows)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO deposits_scopebag (id, user_id, live_positive, live_negative, live_cautionary, live_open, "
+                "kept_positive, kept_negative, kept_cautionary, kept_superseded, created_at, updated_at) "
+                "VALUES ('raw-bag', %s, 0, 0, 0, 0, 0, 0, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING",
+                [f"{INGEST_PREFIX}raw", connection.ops.adapt_datetimefield_value(now), connection.ops.adapt_datetimefield_value(now)],
+            )
+            started = time.perf_counter()
+            for rows in prepared:
+                if connection.vendor == "postgresql":
+                    arrays = [list(column) for column in zip(*rows, strict=True)]
+                    types = ["uuid", "text", "text", "text", "text", "text", "text", "text", "text", "jsonb", "jsonb", "text", "timestamptz"]
+                    select = ", ".join(f"%s::{t}[]" for t in types)
+                    cursor.execute(f"INSERT INTO deposits_deposit ({', '.join(columns)}) SELECT * FROM unnest({select})", arrays)
+                else:
+                    marks = ", ".join(["%s"] * len(columns))
+                    cursor.executemany(
+                        f"INSERT INTO deposits_deposit ({', '.join(columns)}) VALUES ({marks})",
+                        [(r[0].hex, *r[1:-1], connection.ops.adapt_datetimefield_value(r[-1])) for r in rows],
+                    )
+            rate = sum(len(rows) for rows in prepared) / (time.perf_counter() - started)
+            transaction.set_rollback(True)
+        return rate
+
+    def _delete_ingested(self) -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            like = INGEST_PREFIX + "%"
+            cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
+
+    def _single_add(self, count: int) -> list[dict[str, Any]]:
+        _, secret = api_key_create(name="bench", channel_name="bench-loader", tier_name="agent_own")
+        client = Client(SERVER_NAME="localhost")
+        rng = random.Random(5)
+        run = uuid.uuid4().hex[:8]
+        samples = []
+        for i in range(count):
+            body = json.dumps({"content": sentence(rng), "polarity": "open", "idempotency_key": f"{run}-{i}"})
+            started = time.perf_counter()
+            response = client.post(
+                f"/api/v1/users/{INGEST_PREFIX}{run}/deposits", body, content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {secret}",
+            )  # fmt: skip
+            samples.append((time.perf_counter() - started) * 1000)
+            if response.status_code != 201:
+                raise CommandError(f"single add answered {response.status_code}: {response.content[:200]!r}")
+        self._delete_ingested()
+        p50 = percentile(samples, 0.5)
+        return [{"what": "single add through the HTTP stack (Django test client, in process)", "value": f"p50 {p50:.1f} ms, p99 {percentile(samples, 0.99):.1f} ms", "target": "p50 ≤ 8 ms", "floor": "", "ok": p50 <= 8}]
+
+    def _health(self, owner: str) -> list[dict[str, Any]]:
+        health(user_id=owner)
+        samples = [timed(lambda: health(user_id=owner)) for _ in range(10)]
+        p50 = statistics.median(samples)
+        return [{"what": "health() on the largest owner", "value": f"{p50:.1f} ms", "target": "≤ 200 ms", "floor": "", "ok": p50 <= 200}]
+
+    def _print(self, rows: list[dict[str, Any]]) -> None:
+        widths = [max(len(str(r[k])) for r in rows) for k in ("what", "value", "target", "floor")]
+        header = ("what", "measured", "target", "beside the floor")
+        self.stdout.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + "  met")
+        for row in rows:
+            cells = [str(row[k]).ljust(w) for k, w in zip(("what", "value", "target", "floor"), widths, strict=True)]
+            self.stdout.write("  ".join(cells) + ("  yes" if row["ok"] else "  NO"))
