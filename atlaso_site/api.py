@@ -11,12 +11,14 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from beliefs.access import ApiKeyAuth
+from beliefs.api import router as beliefs_router
+from beliefs.domain.values import BeliefInputError
 from beliefs.errors import ApiError
 from deposits.api import router as deposits_router
 from deposits.api_recall import router as recall_router
-from diagnostics.api import router as diagnostics_router
 from deposits.domain.types import ENUMS
 from deposits.domain.validation import DepositValidationError, enum_message
+from diagnostics.api import router as diagnostics_router
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ api = NinjaAPI(
 api.add_router("", deposits_router)
 api.add_router("", recall_router)
 api.add_router("", diagnostics_router)
+api.add_router("", beliefs_router)
 
 # Names of operation parameters that wrap a whole body or query object; not client fields.
 _WRAPPERS = {"payload", "query"}
@@ -61,6 +64,11 @@ def on_deposit_validation_error(request: HttpRequest, exc: DepositValidationErro
     if exc.allowed is not None:
         details["allowed"] = exc.allowed
     return render(request, ApiError("validation_error", exc.message, **details))
+
+
+@api.exception_handler(BeliefInputError)
+def on_belief_input_error(request: HttpRequest, exc: BeliefInputError) -> HttpResponse:
+    return render(request, ApiError("validation_error", exc.message, field=exc.field))
 
 
 @api.exception_handler(ValidationError)

@@ -1,4 +1,4 @@
-"""Provenance (tiers, channels, API keys) and, later, the belief revision log."""
+"""Provenance (tiers, channels, API keys), the belief revision log and the derived belief state."""
 
 from __future__ import annotations
 
@@ -7,17 +7,6 @@ from django.db import models
 PERMISSIONS = ("read", "write", "erase", "admin")
 HUMAN_REVIEW_CHANNEL = "human_review"
 
-# The eight default tiers of beliefs.md, seeded by migration; operators may edit ceilings.
-DEFAULT_TIERS: dict[str, tuple[float, str]] = {
-    "user_edit": (0.99, "The owner edited the fact themselves"),
-    "user_direct": (0.98, "The owner said it directly"),
-    "agent_own": (0.80, "This agent's own reasoning or observation"),
-    "tool_output": (0.65, "Output of a tool the agent ran"),
-    "document": (0.55, "A document the owner supplied"),
-    "agent_third_party": (0.40, "Another agent relayed it"),
-    "web_fetch": (0.30, "Fetched from the web"),
-    "untrusted": (0.10, "Anything else; a new channel's default"),
-}
 DEFAULT_CHANNEL_TIER = "untrusted"
 
 
@@ -85,3 +74,107 @@ class ApiKey(models.Model):
 
     def may_access(self, user_id: str) -> bool:
         return user_id.startswith(self.user_prefix)
+
+
+class BeliefRevision(models.Model):
+    """One observation of a belief, effective or not: append-only, the database refuses updates.
+
+    The id is the arrival sequence. The facts (r, L, prior, posterior…) are those computed when
+    the observation arrived; the state is always the replay of the log with today's tiers.
+    """
+
+    user_id = models.CharField(max_length=128)
+    belief_key = models.CharField(max_length=128)
+    value = models.CharField(max_length=500)
+    observed_at = models.DateTimeField()
+    arrived_at = models.DateTimeField()
+    channel = models.CharField(max_length=64)
+    tier = models.CharField(max_length=64)
+    ceiling = models.FloatField()
+    taint_tier = models.CharField(max_length=64, null=True)
+    content_confidence = models.FloatField(null=True)
+    reliability = models.FloatField()
+    likelihood_ratio = models.FloatField()
+    floor = models.FloatField()
+    lifted = models.BooleanField()
+    effective = models.BooleanField()
+    prior = models.FloatField()
+    posterior = models.FloatField()
+    shift = models.FloatField()
+    # The deposit this came from, as a plain value: beliefs know nothing of deposits.
+    deposit_id = models.UUIDField(null=True)
+    source_id = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "belief_key", "observed_at", "id"], name="revision_user_key_claim"),
+            models.Index(fields=["user_id", "deposit_id"], name="revision_user_deposit"),
+            models.Index(fields=["channel", "user_id", "belief_key"], name="revision_channel_key"),
+        ]
+
+
+class WithdrawnDeposit(models.Model):
+    """A soft-retracted deposit: its observations leave every replay, while the log stays intact."""
+
+    user_id = models.CharField(max_length=128)
+    deposit_id = models.UUIDField()
+    withdrawn_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user_id", "deposit_id"], name="withdrawn_user_deposit")]
+
+
+class Belief(models.Model):
+    """The derived state of one belief key, stored for fast reads; always the log's replay."""
+
+    user_id = models.CharField(max_length=128)
+    key = models.CharField(max_length=128)
+    state = models.JSONField()
+    fact = models.CharField(max_length=500, null=True)
+    probability = models.FloatField(default=0.0)
+    is_uncertain = models.BooleanField(default=True)
+    observation_count = models.IntegerField(default=0)
+    last_observed_at = models.DateTimeField(null=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user_id", "key"], name="belief_user_key")]
+        indexes = [models.Index(fields=["user_id", "is_uncertain", "key"], name="belief_user_uncertain")]
+
+
+class RebuildJob(models.Model):
+    """A scheduled rebuild of the beliefs a provenance change touched, with visible progress."""
+
+    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+    reason = models.CharField(max_length=300)
+    channels = models.JSONField(default=list)
+    status = models.CharField(max_length=16, default=PENDING)
+    total = models.IntegerField(default=0)
+    done = models.IntegerField(default=0)
+    changed = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class CalibrationOutcome(models.Model):
+    """A reviewer confirmed a value: what the belief said just before, to score its probabilities."""
+
+    user_id = models.CharField(max_length=128)
+    belief_key = models.CharField(max_length=128)
+    confirmed_value = models.CharField(max_length=500)
+    top_value = models.CharField(max_length=500, null=True)
+    top_probability = models.FloatField()
+    correct = models.BooleanField()
+    # Tier of the latest effective observation of the top value: whose word the number rested on.
+    tier = models.CharField(max_length=64, null=True)
+    verdict_before = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["user_id", "created_at"], name="outcome_user_created")]

@@ -1,16 +1,43 @@
-"""Writes for provenance: channels and API keys."""
+"""Writes for provenance and beliefs: channels, API keys, observations, rebuilds, confirmations."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from beliefs.access import hash_secret, new_secret
-from beliefs.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, Channel, ProvenanceTier
+from beliefs.domain import rule
+from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
+from beliefs.domain.values import (
+    BeliefInputError,
+    clean_belief_key,
+    clean_content_confidence,
+    clean_observed_at,
+    clean_value,
+    normalize_value,
+)
+from beliefs.models import (
+    DEFAULT_CHANNEL_TIER,
+    HUMAN_REVIEW_CHANNEL,
+    PERMISSIONS,
+    ApiKey,
+    Belief,
+    BeliefRevision,
+    CalibrationOutcome,
+    Channel,
+    ProvenanceTier,
+    RebuildJob,
+    WithdrawnDeposit,
+)
 
 DEFAULT_PERMISSIONS = ("read", "write")
+MAX_SOURCE_ID = 200
+REBUILD_PROGRESS_EVERY = 50
 
 
 class ProvenanceError(ValueError):
@@ -76,3 +103,344 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
         key.revoked_at = timezone.now()
         ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=key.revoked_at)
     return key
+
+
+# --- Beliefs -------------------------------------------------------------------------------
+
+
+def rule_settings() -> RuleSettings:
+    """The rule's knobs from settings (BELIEF_*)."""
+    half_life = settings.BELIEF_DECAY_HALF_LIFE_DAYS
+    return RuleSettings(
+        default_content_confidence=settings.BELIEF_DEFAULT_CONTENT_CONFIDENCE,
+        hedge_floor=settings.BELIEF_HEDGE_FLOOR,
+        volatility=settings.BELIEF_VOLATILITY,
+        decay_half_life_days=half_life or None,
+        uncertainty_threshold=settings.BELIEF_UNCERTAINTY_THRESHOLD,
+    )
+
+
+def tier_ceilings() -> dict[str, float]:
+    return dict(ProvenanceTier.objects.values_list("name", "ceiling"))
+
+
+def channel_ceilings() -> dict[str, float]:
+    return dict(Channel.objects.values_list("name", "tier__ceiling"))
+
+
+def _taint_ceiling(taint_tier: str | None, tiers: dict[str, float]) -> float | None:
+    if taint_tier is None:
+        return None
+    if taint_tier not in tiers:
+        raise BeliefInputError(
+            "taint_tier", f"there is no tier {taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}"
+        )
+    return tiers[taint_tier]
+
+
+def _lock_belief(user_id: str, key: str, now: datetime) -> Belief:
+    """The belief row, created when new, locked until the transaction ends (one writer per key)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO beliefs_belief (user_id, key, state, probability, is_uncertain, observation_count, updated_at) "
+            "VALUES (%s, %s, %s, 0, %s, 0, %s) ON CONFLICT (user_id, key) DO NOTHING",
+            [user_id, key, '{"empty": true}', True, connection.ops.adapt_datetimefield_value(now)],
+        )
+    return Belief.objects.select_for_update().get(user_id=user_id, key=key)
+
+
+def _state_of(row: Belief) -> BeliefState:
+    return BeliefState() if row.state.get("empty") else BeliefState.from_json(row.state)
+
+
+def _store(row: Belief, state: BeliefState, *, now: datetime) -> Verdict:
+    """Save a state and the verdict columns lists filter on."""
+    verdict = rule.verdict(state, rule_settings(), belief_key=row.key, now=now)
+    row.state = state.to_json()
+    row.fact = verdict.fact
+    row.probability = verdict.probability
+    row.is_uncertain = verdict.is_uncertain
+    row.observation_count = state.observation_count
+    row.updated_at = now
+    row.save(update_fields=["state", "fact", "probability", "is_uncertain", "observation_count", "last_observed_at", "updated_at"])
+    return verdict
+
+
+def _replay_observations(user_id: str, key: str) -> list[Observation]:
+    """The key's live log as observations, with today's ceilings (withdrawn deposits left out)."""
+    channels, tiers = channel_ceilings(), tier_ceilings()
+    withdrawn = WithdrawnDeposit.objects.filter(user_id=user_id).values("deposit_id")
+    revisions = (
+        BeliefRevision.objects.filter(user_id=user_id, belief_key=key)
+        .exclude(deposit_id__in=withdrawn)
+        .order_by("observed_at", "id")
+    )
+    return [
+        Observation(
+            value=revision.value,
+            observed_at=revision.observed_at,
+            # A channel that no longer exists keeps the ceiling it had when it spoke.
+            ceiling=channels.get(revision.channel, revision.ceiling),
+            taint_ceiling=None if revision.taint_tier is None else tiers.get(revision.taint_tier, tiers.get(DEFAULT_CHANNEL_TIER)),
+            content_confidence=revision.content_confidence,
+            sequence=revision.id,
+        )
+        for revision in revisions
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedObservation:
+    revision: BeliefRevision
+    verdict: Verdict
+
+
+def observation_record(
+    *,
+    user_id: str,
+    key: str,
+    value: str,
+    channel: Channel,
+    observed_at: datetime | None = None,
+    content_confidence: float | None = None,
+    taint_tier: str | None = None,
+    source_id: str | None = None,
+    deposit_id: str | None = None,
+    now: datetime | None = None,
+) -> RecordedObservation:
+    """Append one observation to a belief's log and fold it into the stored state.
+
+    In claim-time order the state is updated incrementally; a claim older than the newest
+    one already folded replays the key's log from scratch, so order of arrival never matters.
+    Raises BeliefInputError (nothing written) for bad input.
+    """
+    now = now or timezone.now()
+    key = clean_belief_key(key)
+    display = clean_value(value)
+    confidence = clean_content_confidence(content_confidence)
+    claimed_at = clean_observed_at(observed_at or now, now=now)
+    tiers = tier_ceilings()
+    taint_ceiling = _taint_ceiling(taint_tier, tiers)
+    if source_id is not None and len(source_id) > MAX_SOURCE_ID:
+        raise BeliefInputError("source_id", f"source_id is {len(source_id)} characters; the limit is {MAX_SOURCE_ID}")
+    ceiling = channel.tier.ceiling
+    knobs = rule_settings()
+    with transaction.atomic():
+        row = _lock_belief(user_id, key, now)
+        observation = Observation(
+            value=display, observed_at=claimed_at, ceiling=ceiling, taint_ceiling=taint_ceiling,
+            content_confidence=confidence, sequence=2**62,
+        )  # fmt: skip
+        in_order = row.last_observed_at is None or claimed_at >= row.last_observed_at
+        if in_order:
+            state, facts = rule.apply(_state_of(row), observation, knobs)
+        else:
+            log = _replay_observations(user_id, key)
+            state, steps = rule.fold([*log, observation], knobs)
+            ordered = rule.claim_order([*log, observation])
+            facts = steps[ordered.index(observation)]
+        revision = _append_revision(
+            user_id=user_id, key=key, value=display, observed_at=claimed_at, now=now, channel=channel,
+            taint_tier=taint_tier, confidence=confidence, facts=facts, deposit_id=deposit_id, source_id=source_id,
+        )  # fmt: skip
+        row.last_observed_at = max(filter(None, [row.last_observed_at, claimed_at]))
+        verdict = _store(row, state, now=now)
+    return RecordedObservation(revision=revision, verdict=verdict)
+
+
+def _append_revision(
+    *, user_id: str, key: str, value: str, observed_at: datetime, now: datetime, channel: Channel,
+    taint_tier: str | None, confidence: float | None, facts: RevisionFacts, deposit_id: str | None, source_id: str | None,
+) -> BeliefRevision:  # fmt: skip
+    return BeliefRevision.objects.create(
+        user_id=user_id,
+        belief_key=key,
+        value=value,
+        observed_at=observed_at,
+        arrived_at=now,
+        channel=channel.name,
+        tier=channel.tier.name,
+        ceiling=channel.tier.ceiling,
+        taint_tier=taint_tier,
+        content_confidence=confidence,
+        deposit_id=deposit_id,
+        source_id=source_id,
+        **facts.to_dict(),
+    )
+
+
+def belief_rebuild(*, user_id: str, key: str, now: datetime | None = None) -> bool:
+    """Replay one key's log with today's tiers and store it; True when the state changed."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        row = _lock_belief(user_id, key, now)
+        log = _replay_observations(user_id, key)
+        if not log:
+            row.delete()
+            return True
+        state, _ = rule.fold(log, rule_settings())
+        changed = row.state != state.to_json()
+        row.last_observed_at = max(o.observed_at for o in log)
+        _store(row, state, now=now)
+    return changed
+
+
+def _keys_of_deposit(user_id: str, deposit_id: str) -> list[str]:
+    return list(
+        BeliefRevision.objects.filter(user_id=user_id, deposit_id=deposit_id).values_list("belief_key", flat=True).distinct()
+    )
+
+
+def observations_withdraw(*, user_id: str, deposit_id: str) -> None:
+    """A deposit was soft-retracted: its observations stop counting; the log keeps them."""
+    keys = _keys_of_deposit(user_id, deposit_id)
+    if not keys:
+        return
+    WithdrawnDeposit.objects.get_or_create(user_id=user_id, deposit_id=deposit_id, defaults={"withdrawn_at": timezone.now()})
+    for key in keys:
+        belief_rebuild(user_id=user_id, key=key)
+
+
+def observations_erase(*, user_id: str, deposit_id: str) -> None:
+    """A deposit was erased (GDPR): its observations go too, and the beliefs are replayed."""
+    keys = _keys_of_deposit(user_id, deposit_id)
+    BeliefRevision.objects.filter(user_id=user_id, deposit_id=deposit_id).delete()
+    WithdrawnDeposit.objects.filter(user_id=user_id, deposit_id=deposit_id).delete()
+    for key in keys:
+        belief_rebuild(user_id=user_id, key=key)
+
+
+def affected_keys(channels: Iterable[str] | None) -> list[tuple[str, str]]:
+    """(user_id, key) of every belief the channels touched; every belief when channels is None."""
+    revisions = BeliefRevision.objects.all()
+    if channels is not None:
+        revisions = revisions.filter(channel__in=list(channels))
+    return list(revisions.values_list("user_id", "belief_key").distinct().order_by("user_id", "belief_key"))
+
+
+def rebuild_schedule(*, reason: str, channels: Iterable[str] | None) -> RebuildJob:
+    """Record a pending rebuild and send it to a worker once this transaction commits."""
+    from beliefs.tasks import rebuild_beliefs
+
+    names = None if channels is None else sorted(channels)
+    job = RebuildJob.objects.create(reason=reason, channels=names if names is not None else ["*"], total=len(affected_keys(names)))
+    transaction.on_commit(lambda: rebuild_beliefs.delay(job.pk))
+    return job
+
+
+def rebuild_run(*, job_id: int) -> RebuildJob:
+    """Run a scheduled rebuild; a job already taken by another worker is left to it."""
+    claimed = RebuildJob.objects.filter(pk=job_id, status=RebuildJob.PENDING).update(
+        status=RebuildJob.RUNNING, started_at=timezone.now()
+    )
+    job = RebuildJob.objects.get(pk=job_id)
+    if not claimed:
+        return job
+    channels = None if job.channels == ["*"] else job.channels
+    try:
+        keys = affected_keys(channels)
+        RebuildJob.objects.filter(pk=job.pk).update(total=len(keys))
+        changed = 0
+        for done, (user_id, key) in enumerate(keys, start=1):
+            changed += belief_rebuild(user_id=user_id, key=key)
+            if done % REBUILD_PROGRESS_EVERY == 0 or done == len(keys):
+                RebuildJob.objects.filter(pk=job.pk).update(done=done, changed=changed)
+        RebuildJob.objects.filter(pk=job.pk).update(status=RebuildJob.DONE, finished_at=timezone.now())
+    except Exception as error:
+        RebuildJob.objects.filter(pk=job.pk).update(status=RebuildJob.FAILED, error=str(error)[:2000], finished_at=timezone.now())
+        raise
+    job.refresh_from_db()
+    return job
+
+
+def beliefs_verify() -> list[tuple[str, str]]:
+    """(user_id, key) of every stored state that differs from the replay of its log."""
+    knobs = rule_settings()
+    differing = []
+    for row in Belief.objects.order_by("user_id", "key").iterator():
+        log = _replay_observations(row.user_id, row.key)
+        replayed = rule.fold(log, knobs)[0].to_json() if log else None
+        if replayed != (None if row.state.get("empty") else row.state):
+            differing.append((row.user_id, row.key))
+    return differing
+
+
+def tier_update(*, name: str, ceiling: float | None = None, description: str | None = None) -> tuple[ProvenanceTier, RebuildJob | None]:
+    """Change a tier; a new ceiling schedules a rebuild of every belief its channels touched."""
+    tier = ProvenanceTier.objects.filter(name=name).first()
+    if tier is None:
+        raise ProvenanceError(f"there is no tier {name!r}")
+    job = None
+    with transaction.atomic():
+        if description is not None:
+            tier.description = description[:500]
+        if ceiling is not None:
+            if not 0.0 < ceiling < 1.0:
+                raise ProvenanceError("a ceiling must lie strictly between 0 and 1")
+            changed = ceiling != tier.ceiling
+            tier.ceiling = ceiling
+            tier.save()
+            if changed:
+                channels = list(tier.channels.values_list("name", flat=True))
+                job = rebuild_schedule(reason=f"tier {name} ceiling set to {ceiling}", channels=channels)
+        else:
+            tier.save()
+    return tier, job
+
+
+def channel_bind(*, name: str, tier_name: str, description: str | None = None) -> tuple[Channel, RebuildJob | None]:
+    """Create a channel on a tier, or rebind an existing one (which schedules a rebuild)."""
+    tier = ProvenanceTier.objects.filter(name=tier_name).first()
+    if tier is None:
+        raise ProvenanceError(f"there is no tier {tier_name!r}")
+    with transaction.atomic():
+        channel = Channel.objects.select_for_update().filter(name=name).first()
+        if channel is None:
+            return Channel.objects.create(name=name, tier=tier, description=description or ""), None
+        job = None
+        if channel.tier_id != tier.pk:
+            channel.tier = tier
+            job = rebuild_schedule(reason=f"channel {name} rebound to tier {tier_name}", channels=[name])
+        if description is not None:
+            channel.description = description[:500]
+        channel.save()
+    return channel, job
+
+
+def belief_confirm(*, user_id: str, key: str, value: str, now: datetime | None = None) -> tuple[RecordedObservation, CalibrationOutcome]:
+    """A reviewer confirms the true value: a trusted human_review observation, and an outcome.
+
+    The outcome keeps the verdict just before, so calibration scores what the memory said
+    when it did not yet know.
+    """
+    now = now or timezone.now()
+    key = clean_belief_key(key)
+    display = clean_value(value)
+    channel = Channel.objects.select_related("tier").get(name=HUMAN_REVIEW_CHANNEL)
+    with transaction.atomic():
+        row = _lock_belief(user_id, key, now)
+        before = rule.verdict(_state_of(row), rule_settings(), belief_key=key, now=now)
+        top_value, top_probability = before.distribution[0] if before.distribution else (None, 0.0)
+        tier = None
+        if top_value is not None:
+            tier = (
+                BeliefRevision.objects.filter(user_id=user_id, belief_key=key, effective=True)
+                .order_by("-observed_at", "-id")
+                .values_list("value", "tier")
+            )
+            tier = next((t for v, t in tier if normalize_value(v) == normalize_value(top_value)), None)
+        recorded = observation_record(
+            user_id=user_id, key=key, value=display, channel=channel, content_confidence=1.0, now=now
+        )
+        outcome = CalibrationOutcome.objects.create(
+            user_id=user_id,
+            belief_key=key,
+            confirmed_value=display,
+            top_value=top_value,
+            top_probability=top_probability,
+            correct=top_value is not None and normalize_value(top_value) == normalize_value(display),
+            tier=tier,
+            verdict_before=before.to_dict(),
+            created_at=now,
+        )
+    return recorded, outcome

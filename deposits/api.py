@@ -89,9 +89,13 @@ def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
     return Status(200, selectors.deposit_detail(user_id, deposit_id).to_dict())
 
 
+# Beyond any real page; it keeps offset + limit inside the 64-bit integers SQL accepts.
+MAX_OFFSET = 2**31 - 1
+
+
 class ListQuery(Schema):
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
     include_retracted: bool = False
 
 

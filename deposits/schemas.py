@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Schema
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
@@ -120,7 +120,12 @@ class AddResultOut(Schema):
     is_idempotent_replay: bool
 
 
-class BulkFailureError(Schema):
+class BulkFailureError(BaseModel):
+    """The error envelope's inner object; a plain model, so its details (gate_reason …) pass through.
+
+    A ninja `Schema` reads its input by attribute, which drops undeclared keys even with extra="allow".
+    """
+
     model_config = ConfigDict(extra="allow")
 
     code: str

@@ -11,7 +11,16 @@ from typing import Any
 from beliefs.errors import ApiError
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
+from deposits.domain.validation import DepositValidationError, validate_user_id
 from deposits.models import Contradiction, Deposit
+
+
+def as_api_error(error: DepositValidationError) -> ApiError:
+    """A broken field rule as the API's validation_error, with `allowed` for an enum."""
+    details: dict[str, Any] = {"field": error.field}
+    if error.allowed is not None:
+        details["allowed"] = error.allowed
+    return ApiError("validation_error", error.message, **details)
 
 
 def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[uuid.UUID, list[str]]]:
@@ -120,7 +129,11 @@ class DepositPage:
 
 
 def deposit_page(*, user_id: str, limit: int = 50, offset: int = 0, include_retracted: bool = False) -> DepositPage:
-    """The owner's deposits, newest first."""
+    """The owner's deposits, newest first; a user_id no deposit could have is a 422, not an empty page."""
+    try:
+        validate_user_id(user_id)
+    except DepositValidationError as error:
+        raise as_api_error(error) from error
     rows = Deposit.objects.filter(user_id=user_id)
     if not include_retracted:
         rows = rows.filter(retracted_at__isnull=True)

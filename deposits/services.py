@@ -31,7 +31,7 @@ from deposits.domain.validation import (
     validate_user_id,
 )
 from deposits.models import Contradiction, Deposit, IdempotencyEntry
-from deposits.selectors import deposit_record, deposit_records
+from deposits.selectors import as_api_error, deposit_record, deposit_records
 
 MAX_BULK_ITEMS = 1000
 
@@ -105,13 +105,6 @@ class RetractResult:
         }
 
 
-def as_api_error(error: DepositValidationError) -> ApiError:
-    details: dict[str, Any] = {"field": error.field}
-    if error.allowed is not None:
-        details["allowed"] = error.allowed
-    return ApiError("validation_error", error.message, **details)
-
-
 def _validate_key(key: Any) -> str | None:
     if key is None:
         return None
@@ -179,7 +172,7 @@ def _claim_key(*, user_id: str, key: str, fingerprint: str, now: datetime) -> st
     return str(entry.deposit_id)
 
 
-def _existing_targets(user_id: str, ids: Sequence[str]) -> dict[str, Deposit]:
+def _existing_targets(user_id: str, ids: Sequence[str], *, lock: bool = False) -> dict[str, Deposit]:
     valid = []
     for raw in ids:
         try:
@@ -187,6 +180,11 @@ def _existing_targets(user_id: str, ids: Sequence[str]) -> dict[str, Deposit]:
         except ValueError:
             continue
     found = Deposit.objects.filter(user_id=user_id, id__in=valid).only("id", "bag_id", "scope_model", "scope_dataset", "scope_env", "scope_version", "scope_n", "scope_seed", "scope_note")
+    if lock:
+        # Lock the targets before any bag row, in id order, as a retraction locks its deposit first:
+        # a concurrent retraction or erasure then runs wholly before or after (an erased id is
+        # missing), instead of deadlocking with this write's bag rows or breaking its edge insert.
+        found = found.select_for_update(no_key=True).order_by("pk")
     by_id = {str(d.id): d for d in found}
     missing = [raw for raw in ids if raw not in by_id and str(_as_uuid(raw)) not in by_id]
     if missing:
@@ -242,7 +240,7 @@ def _insert(draft: DepositDraft, *, channel: str | None, reason: str, now: datet
     return row
 
 
-def _write(draft: DepositDraft, *, channel: str | None, key: str | None, reason: str, targets: Mapping[str, Deposit] | None = None) -> AddResult:
+def _write(draft: DepositDraft, *, channel: str | None, key: str | None, reason: str) -> AddResult:
     """The one write path: gate, key claim, insert, edges and counts, in one transaction."""
     decision = gate.judge(draft)
     if not decision.accepted:
@@ -253,8 +251,7 @@ def _write(draft: DepositDraft, *, channel: str | None, key: str | None, reason:
             replay_id = _claim_key(user_id=draft.user_id, key=key, fingerprint=_fingerprint(draft, reason), now=now)
             if replay_id is not None:
                 return AddResult(deposit=deposit_record(draft.user_id, replay_id), is_idempotent_replay=True)
-        if targets is None:
-            targets = _existing_targets(draft.user_id, draft.contradicts)
+        targets = _existing_targets(draft.user_id, draft.contradicts, lock=True)
         row = _insert(draft, channel=channel, reason=reason, now=now, targets=targets)
         if key is not None:
             IdempotencyEntry.objects.filter(user_id=draft.user_id, key=key).update(deposit=row)
@@ -298,7 +295,7 @@ def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | 
             }
         )
         draft = replace(draft, scope=inherited)
-    return _write(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason, targets=targets)
+    return _write(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
 
 
 def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None) -> AddManyResult:

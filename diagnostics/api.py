@@ -60,3 +60,36 @@ def peek(request: HttpRequest, user_id: str, query: Query[PeekQuery]):
     require(request, "read", user_id)
     validate_user_id(user_id)
     return Status(200, selectors.peek(user_id=user_id, limit=query.limit))
+
+
+class TierCalibrationOut(Schema):
+    outcomes: int
+    brier: float | None
+    ece: float | None
+
+
+class DiagramBinOut(Schema):
+    bin: int
+    confidence: float
+    frequency: float
+    count: int
+
+
+class CalibrationOut(Schema):
+    kind: Literal["calibration"]
+    outcomes: int
+    brier: float | None
+    ece: float | None
+    per_tier: dict[str, TierCalibrationOut]
+    diagram: list[DiagramBinOut]
+    is_frequency: bool
+
+
+@router.get("/calibration", response=with_errors(**{"200": CalibrationOut}))
+def calibration(request: HttpRequest):
+    """How well belief probabilities match confirmed outcomes (Brier, ECE), overall and per tier.
+
+    Until `is_frequency` is true there are too few outcomes: read probabilities as a ranking.
+    """
+    require(request, "read")
+    return Status(200, selectors.calibration())

@@ -5,14 +5,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, F, FloatField, Q, Sum
 from django.db.models.functions import Cast, Greatest
 from django.utils import timezone
 
+from beliefs.models import CalibrationOutcome
 from deposits.bags import present, with_conflict
 from deposits.domain.types import DIRECTIONAL
 from deposits.models import Contradiction, Deposit, RecallLog, ScopeBag
 from deposits.selectors import deposit_records
+from diagnostics.domain.calibration import Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, Pillars
 
 
@@ -79,4 +82,24 @@ def peek(*, user_id: str, limit: int = 10, now: datetime | None = None) -> dict[
         "total_count": total,
         "fmi": health(user_id=user_id, now=now).fmi,
         "has_recent_disagreements": recent_conflict,
+    }
+
+
+def calibration() -> dict[str, Any]:
+    """Brier and ECE over every confirmation outcome, for the deployment and per tier."""
+    rows = list(CalibrationOutcome.objects.values_list("top_probability", "correct", "tier"))
+    scored = [Scored(p, c) for p, c, _ in rows]
+    per_tier: dict[str, list[Scored]] = {}
+    for probability, correct, tier in rows:
+        per_tier.setdefault(tier or "none", []).append(Scored(probability, correct))
+    return {
+        "kind": "calibration",
+        "outcomes": len(scored),
+        "brier": brier(scored),
+        "ece": ece(scored),
+        "per_tier": {
+            tier: {"outcomes": len(items), "brier": brier(items), "ece": ece(items)} for tier, items in sorted(per_tier.items())
+        },
+        "diagram": reliability_diagram(scored),
+        "is_frequency": len(scored) >= settings.BELIEF_CALIBRATION_MIN_OUTCOMES,
     }

@@ -27,7 +27,14 @@ class ApiClient:
         self.secret = secret
         self.client = Client()
 
-    def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | str | None = None) -> Answer:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | str | None = None,
+    ) -> Answer:
         extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in (headers or {}).items()}
         if self.secret:
             extra["HTTP_AUTHORIZATION"] = f"Bearer {self.secret}"
@@ -36,7 +43,9 @@ class ApiClient:
         if data is not None:
             kwargs["data"] = data
         response = getattr(self.client, method.lower())(f"/api/v1{path}", **kwargs, **extra)
-        return Answer(response.status_code, json.loads(response.content) if response.content else {}, response)
+        return Answer(
+            response.status_code, json.loads(response.content) if response.content else {}, response
+        )
 
     def get(self, path: str, **kw: Any) -> Answer:
         return self.call("GET", path, **kw)
@@ -48,8 +57,16 @@ class ApiClient:
         return self.call("DELETE", path, **kw)
 
 
-def make_client(*, channel: str = "agent-a", tier: str = "agent_own", perms: tuple[str, ...] = ("read", "write"), prefix: str = "") -> ApiClient:
-    _, secret = api_key_create(name=f"test {channel}", channel_name=channel, tier_name=tier, permissions=perms, user_prefix=prefix)
+def make_client(
+    *,
+    channel: str = "agent-a",
+    tier: str = "agent_own",
+    perms: tuple[str, ...] = ("read", "write"),
+    prefix: str = "",
+) -> ApiClient:
+    _, secret = api_key_create(
+        name=f"test {channel}", channel_name=channel, tier_name=tier, permissions=perms, user_prefix=prefix
+    )
     return ApiClient(secret)
 
 

@@ -4,4 +4,6 @@ import os
 
 os.environ.setdefault("DEBUG", "true")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
-os.environ.setdefault("ATLASO_VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"))
+os.environ.setdefault(
+    "ATLASO_VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test")
+)

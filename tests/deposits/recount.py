@@ -1,0 +1,53 @@
+"""A from-scratch recount of scope bags, to compare with the live counts every write keeps."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from deposits.models import Contradiction, Deposit, ScopeBag
+
+DIRECTIONAL = ("positive", "negative", "cautionary")
+COLUMNS = (
+    *(f"live_{p}" for p in (*DIRECTIONAL, "open")),
+    *(f"kept_{p}" for p in DIRECTIONAL),
+    "kept_superseded",
+)
+NEWEST = tuple(f"newest_{p}_at" for p in DIRECTIONAL)
+
+
+def recounted_bags() -> dict[str, dict[str, Any]]:
+    """Every bag's counts and newest live times, computed from Deposit and Contradiction rows alone."""
+    superseded = set(Contradiction.objects.values_list("old_deposit_id", flat=True))
+    counts: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {**dict.fromkeys(COLUMNS, 0), **dict.fromkeys(NEWEST)}
+    )
+    rows = Deposit.objects.values_list("bag_id", "pk", "polarity", "retracted_at", "created_at")
+    for bag, pk, polarity, retracted_at, created_at in rows:
+        row = counts[bag]
+        if retracted_at is not None:
+            continue
+        if pk in superseded:
+            row["kept_superseded"] += 1
+        else:
+            row[f"live_{polarity}"] += 1
+            newest = f"newest_{polarity}_at"
+            if polarity in DIRECTIONAL and (row[newest] is None or created_at > row[newest]):
+                row[newest] = created_at
+        if polarity in DIRECTIONAL:
+            row[f"kept_{polarity}"] += 1
+    return dict(counts)
+
+
+def stored_bags() -> dict[str, dict[str, Any]]:
+    """Every bag row's kept counts and newest live times."""
+    return {row.pop("id"): row for row in ScopeBag.objects.values("id", *COLUMNS, *NEWEST)}
+
+
+def assert_bags_match_a_recount() -> None:
+    """The live counts equal a recount; a bag row emptied by retraction or erasure counts zero."""
+    recounted = recounted_bags()
+    empty = {**dict.fromkeys(COLUMNS, 0), **dict.fromkeys(NEWEST)}
+    stored = stored_bags()
+    assert set(recounted) <= set(stored)
+    assert stored == {bag: recounted.get(bag, empty) for bag in stored}
