@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from django.db import connection
@@ -27,14 +27,15 @@ def _newer(column: str) -> str:
     )
 
 
-_UPSERT_SQL = f"""
-INSERT INTO deposits_scopebag (
+_COLUMNS = """
     id, user_id, model, dataset, env, version, n, seed,
     live_positive, live_negative, live_cautionary, live_open,
     newest_positive_at, newest_negative_at, newest_cautionary_at,
     kept_positive, kept_negative, kept_cautionary, kept_superseded,
     last_deposit_at, created_at, updated_at
-) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s)
+"""
+_ROW = "(" + ", ".join(["%s"] * 22) + ")"
+_ON_CONFLICT = f"""
 ON CONFLICT (id) DO UPDATE SET
     live_positive = deposits_scopebag.live_positive + excluded.live_positive,
     live_negative = deposits_scopebag.live_negative + excluded.live_negative,
@@ -51,11 +52,7 @@ ON CONFLICT (id) DO UPDATE SET
 """
 
 
-def bag_add_deposits(*, bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tuple[str, datetime]]) -> None:
-    """Count new live deposits into their bag, creating the bag row on first use.
-
-    One atomic upsert: concurrent writers to one bag serialise on its row.
-    """
+def _bag_params(bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tuple[str, datetime]], now: datetime) -> list[object] | None:
     counts = {p: 0 for p in (*DIRECTIONAL, "open")}
     newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
     last: datetime | None = None
@@ -66,17 +63,36 @@ def bag_add_deposits(*, bag_id: str, user_id: str, scope: Scope, polarities: Ite
         if last is None or created_at > last:
             last = created_at
     if last is None:
-        return
-    now = timezone.now()
-    params = [
+        return None
+    return [
         bag_id, user_id, *scope.facets,
         counts["positive"], counts["negative"], counts["cautionary"], counts["open"],
         *(_db_time(newest[p]) if newest[p] else None for p in DIRECTIONAL),
-        counts["positive"], counts["negative"], counts["cautionary"],
+        counts["positive"], counts["negative"], counts["cautionary"], 0,
         _db_time(last), _db_time(now), _db_time(now),
     ]  # fmt: skip
+
+
+def bags_add_deposits(*, user_id: str, bags: Mapping[str, tuple[Scope, list[tuple[str, datetime]]]]) -> None:
+    """Count new live deposits into their bags, creating bag rows on first use.
+
+    One atomic upsert for every bag, in id order: concurrent writers to one bag serialise on
+    its row, and two batches touching the same bags cannot deadlock.
+    """
+    now = timezone.now()
+    params: list[object] = []
+    rows = 0
+    for bag_id in sorted(bags):
+        scope, polarities = bags[bag_id]
+        values = _bag_params(bag_id, user_id, scope, polarities, now)
+        if values is not None:
+            params += values
+            rows += 1
+    if not rows:
+        return
+    sql = f"INSERT INTO deposits_scopebag ({_COLUMNS}) VALUES {', '.join([_ROW] * rows)} {_ON_CONFLICT}"
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT_SQL, params)
+        cursor.execute(sql, params)
 
 
 def bags_recount(bag_ids: Iterable[str]) -> None:

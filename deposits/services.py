@@ -15,12 +15,16 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from beliefs.domain.values import BeliefInputError, clean_observed_at
 from beliefs.errors import ApiError
-from deposits.bagcounts import bag_add_deposits, bags_recount
+from beliefs.models import Channel, ProvenanceTier
+from beliefs.services import observation_record, observations_erase, observations_withdraw
+from deposits.bagcounts import bags_add_deposits, bags_recount
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
 from deposits.domain.types import Deposit as DepositRecord
+from deposits.domain.types import Scope
 from deposits.domain.validation import (
     DepositDraft,
     DepositValidationError,
@@ -132,69 +136,10 @@ def _fingerprint(draft: DepositDraft, reason: str) -> str:
             "author_role": draft.author_role,
             "task_id": draft.task_id,
             "repro_status": draft.repro_status,
+            "belief": draft.belief.to_dict() if draft.belief else None,
             "reason": reason,
         }
     )
-
-
-def _claim_key(*, user_id: str, key: str, fingerprint: str, now: datetime) -> str | None:
-    """Claim `key` for this write; return the id to replay if an equal write already owns it.
-
-    Exactly one of any number of concurrent claims wins, by the unique (user_id, key)
-    constraint: a loser's INSERT waits for the winner's transaction, then finds its row.
-    An entry older than the window is claimed over, so correctness never waits for cleanup.
-    """
-    adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO deposits_idempotencyentry (user_id, key, payload_hash, created_at) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, key) DO NOTHING",
-            [user_id, key, fingerprint, adapt(now)],
-        )
-        if cursor.rowcount == 1:
-            return None
-        cursor.execute(
-            "UPDATE deposits_idempotencyentry SET payload_hash = %s, created_at = %s, deposit_id = NULL "
-            "WHERE user_id = %s AND key = %s AND created_at <= %s",
-            [fingerprint, adapt(now), user_id, key, adapt(now - WINDOW)],
-        )
-        if cursor.rowcount == 1:
-            return None
-    entry = IdempotencyEntry.objects.get(user_id=user_id, key=key)
-    if entry.payload_hash != fingerprint or entry.deposit_id is None:
-        raise ApiError(
-            "idempotency_conflict",
-            "this idempotency_key was already used within 24 hours for a different payload; "
-            "use a new key for a new write, or resend the original payload to replay it",
-            idempotency_key=key,
-            existing_id=str(entry.deposit_id) if entry.deposit_id else None,
-        )
-    return str(entry.deposit_id)
-
-
-def _existing_targets(user_id: str, ids: Sequence[str], *, lock: bool = False) -> dict[str, Deposit]:
-    valid = []
-    for raw in ids:
-        try:
-            valid.append(uuid.UUID(raw))
-        except ValueError:
-            continue
-    found = Deposit.objects.filter(user_id=user_id, id__in=valid).only("id", "bag_id", "scope_model", "scope_dataset", "scope_env", "scope_version", "scope_n", "scope_seed", "scope_note")
-    if lock:
-        # Lock the targets before any bag row, in id order, as a retraction locks its deposit first:
-        # a concurrent retraction or erasure then runs wholly before or after (an erased id is
-        # missing), instead of deadlocking with this write's bag rows or breaking its edge insert.
-        found = found.select_for_update(no_key=True).order_by("pk")
-    by_id = {str(d.id): d for d in found}
-    missing = [raw for raw in ids if raw not in by_id and str(_as_uuid(raw)) not in by_id]
-    if missing:
-        raise ApiError(
-            "missing_contradicts",
-            "contradicts lists ids that are not deposits of this user; check the ids "
-            "(an erased deposit cannot be contradicted)",
-            missing=missing,
-        )
-    return {raw: by_id[str(_as_uuid(raw))] for raw in ids}
 
 
 def _as_uuid(raw: str) -> uuid.UUID | None:
@@ -204,58 +149,225 @@ def _as_uuid(raw: str) -> uuid.UUID | None:
         return None
 
 
-def _insert(draft: DepositDraft, *, channel: str | None, reason: str, now: datetime, targets: Mapping[str, Deposit]) -> Deposit:
-    bag = compute_bag_id(draft.user_id, draft.scope)
-    scope = draft.scope
-    # The bag row first: the deposit's foreign key points at it.
-    bag_add_deposits(bag_id=bag, user_id=draft.user_id, scope=scope, polarities=[(draft.polarity, now)])
-    row = Deposit.objects.create(
-        user_id=draft.user_id,
-        bag_id=bag,
-        content=draft.content,
-        polarity=draft.polarity,
-        evidence_grade=draft.evidence_grade,
-        scope_model=scope.model,
-        scope_dataset=scope.dataset,
-        scope_env=scope.env,
-        scope_version=scope.version,
-        scope_n=scope.n,
-        scope_seed=scope.seed,
-        scope_note=scope.note,
-        tags=list(draft.tags),
-        artifact_refs=list(draft.artifact_refs),
-        author=draft.author,
-        author_role=draft.author_role,
-        task_id=draft.task_id,
-        channel=channel,
-        repro_status=draft.repro_status,
-        created_at=now,
-    )
-    if targets:
-        Contradiction.objects.bulk_create(
-            Contradiction(user_id=draft.user_id, new_deposit=row, old_deposit=target, reason=reason, created_at=now)
-            for target in {t.pk: t for t in targets.values()}.values()
-        )
-        bags_recount(t.bag_id for t in targets.values())
-    return row
+@dataclass
+class _Pending:
+    """One write on its way through `_write_batch`, and what became of it."""
+
+    draft: DepositDraft
+    key: str | None
+    reason: str = ""
+    deposit_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    fingerprint: str = ""
+    # Set once decided: ("committed" | "replay", deposit id) or ("failed", error).
+    outcome: tuple[str, Any] | None = None
+    # Another item of the same batch with the same key and payload: this one replays it.
+    follows: _Pending | None = None
+
+    def fail(self, error: ApiError) -> None:
+        self.outcome = ("failed", error)
 
 
-def _write(draft: DepositDraft, *, channel: str | None, key: str | None, reason: str) -> AddResult:
-    """The one write path: gate, key claim, insert, edges and counts, in one transaction."""
+def _gate(draft: DepositDraft) -> ApiError | None:
     decision = gate.judge(draft)
-    if not decision.accepted:
-        raise ApiError("gate_rejected", f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason)
-    now = timezone.now()
+    if decision.accepted:
+        return None
+    return ApiError("gate_rejected", f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason)
+
+
+def _lock_targets(user_id: str, pending: Sequence[_Pending]) -> dict[str, Deposit]:
+    """The contradicted deposits, locked in id order before any bag row.
+
+    A retraction locks its deposit first too, so a concurrent retraction or erasure runs
+    wholly before or after this write (an erased id is then missing), never deadlocks with it.
+    """
+    wanted = {u for p in pending for raw in p.draft.contradicts if (u := _as_uuid(raw)) is not None}
+    if not wanted:
+        return {}
+    rows = (
+        Deposit.objects.filter(user_id=user_id, id__in=wanted)
+        .only("id", "bag_id", "scope_model", "scope_dataset", "scope_env", "scope_version", "scope_n", "scope_seed", "scope_note")
+        .select_for_update(no_key=True)
+        .order_by("pk")
+    )
+    return {str(row.pk): row for row in rows}
+
+
+def _missing_targets(raw_ids: Sequence[str], found: Mapping[str, Deposit]) -> list[str]:
+    return [raw for raw in raw_ids if str(_as_uuid(raw)) not in found]
+
+
+def _missing_error(missing: list[str]) -> ApiError:
+    return ApiError(
+        "missing_contradicts",
+        "contradicts lists ids that are not deposits of this user; check the ids "
+        "(an erased deposit cannot be contradicted, and a batch cannot contradict its own items)",
+        missing=missing,
+    )
+
+
+def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
+    """Claim each item's idempotency key, or decide it is a replay or a conflict.
+
+    The unique (user_id, key) constraint decides: of any number of concurrent claims exactly
+    one inserts; the others wait for its transaction, then find its row. Entries older than
+    the window are removed first, so correctness never waits for the cleanup job. Entries
+    point at the deposit id chosen in advance (the foreign key is checked at commit).
+    """
+    owners: dict[str, _Pending] = {}
+    for item in pending:
+        if item.key is None or item.outcome is not None:
+            continue
+        item.fingerprint = _fingerprint(item.draft, item.reason)
+        first = owners.setdefault(item.key, item)
+        if first is not item:
+            if first.fingerprint == item.fingerprint:
+                item.follows = first
+            else:
+                item.fail(_conflict(item.key, first.deposit_id))
+    if not owners:
+        return
+    adapt = connection.ops.adapt_datetimefield_value
+    prep_id = Deposit._meta.pk.get_db_prep_value  # type: ignore[union-attr]
+    keys = list(owners)
+    with connection.cursor() as cursor:
+        marks = ", ".join(["%s"] * len(keys))
+        cursor.execute(
+            f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
+            [user_id, *keys, adapt(now - WINDOW)],
+        )
+        rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(keys))
+        params: list[object] = []
+        for key in keys:
+            item = owners[key]
+            params += [user_id, key, item.fingerprint, prep_id(item.deposit_id, connection), adapt(now)]
+        cursor.execute(
+            "INSERT INTO deposits_idempotencyentry (user_id, key, payload_hash, deposit_id, created_at) "
+            f"VALUES {rows} ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
+            params,
+        )
+        claimed = {row[0] for row in cursor.fetchall()}
+    taken = [key for key in keys if key not in claimed]
+    if not taken:
+        return
+    existing = {
+        entry.key: entry for entry in IdempotencyEntry.objects.filter(user_id=user_id, key__in=taken, created_at__gt=now - WINDOW)
+    }
+    for key in taken:
+        item, entry = owners[key], existing.get(key)
+        if entry is not None and entry.payload_hash == item.fingerprint and entry.deposit_id is not None:
+            item.outcome = ("replay", entry.deposit_id)
+        else:
+            item.fail(_conflict(key, entry.deposit_id if entry else None))
+
+
+def _conflict(key: str, existing_id: uuid.UUID | None) -> ApiError:
+    return ApiError(
+        "idempotency_conflict",
+        "this idempotency_key was already used within 24 hours for a different payload; "
+        "use a new key for a new write, or resend the original payload to replay it",
+        idempotency_key=key,
+        existing_id=str(existing_id) if existing_id else None,
+    )
+
+
+def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: datetime) -> None:
+    """Belief claims that cannot be recorded fail their item before anything is written."""
+    claims = [p for p in pending if p.outcome is None and p.draft.belief is not None]
+    if not claims:
+        return
+    tiers = set(ProvenanceTier.objects.values_list("name", flat=True))
+    for item in claims:
+        claim = item.draft.belief
+        assert claim is not None
+        try:
+            if channel is None:
+                raise BeliefInputError("belief", "a belief needs the writer's channel; this write has none")
+            if claim.taint_tier is not None and claim.taint_tier not in tiers:
+                raise BeliefInputError(
+                    "taint_tier", f"there is no tier {claim.taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}"
+                )
+            clean_observed_at(claim.observed_at or now, now=now)
+        except BeliefInputError as error:
+            item.fail(ApiError("validation_error", error.message, field=f"belief.{error.field}"))
+
+
+def _write_batch(user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime) -> None:
+    """The one write path: targets, keys, deposits, bag counts, edges and beliefs, batched.
+
+    Runs inside the caller's transaction; each item ends with an outcome. Items that fail
+    are decided before anything is written, so they leave nothing behind.
+    """
+    targets = _lock_targets(user_id, pending)
+    for item in pending:
+        missing = _missing_targets(item.draft.contradicts, targets)
+        if missing:
+            item.fail(_missing_error(missing))
+    channel = None
+    if channel_name is not None and any(p.draft.belief for p in pending):
+        channel = Channel.objects.select_related("tier").filter(name=channel_name).first()
+    _check_beliefs(pending, channel, now)
+    _claim_keys(user_id, pending, now)
+    fresh = [p for p in pending if p.outcome is None and p.follows is None]
+    if fresh:
+        _insert(user_id, fresh, channel_name=channel_name, targets=targets, now=now)
+        for item in fresh:
+            if item.draft.belief is not None and channel is not None:
+                claim = item.draft.belief
+                observation_record(
+                    user_id=user_id, key=claim.key, value=claim.value, channel=channel,
+                    observed_at=claim.observed_at, content_confidence=claim.content_confidence,
+                    taint_tier=claim.taint_tier, deposit_id=str(item.deposit_id), now=now,
+                )  # fmt: skip
+            item.outcome = ("committed", item.deposit_id)
+    for item in pending:
+        if item.follows is not None:
+            leader = item.follows.outcome
+            item.outcome = ("replay", leader[1]) if leader and leader[0] != "failed" else leader
+
+
+def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None, targets: Mapping[str, Deposit], now: datetime) -> None:
+    by_bag: dict[str, tuple[Scope, list[tuple[str, datetime]]]] = {}
+    rows = []
+    for item in items:
+        draft, scope = item.draft, item.draft.scope
+        bag = compute_bag_id(user_id, scope)
+        by_bag.setdefault(bag, (scope, []))[1].append((draft.polarity, now))
+        rows.append(
+            Deposit(
+                id=item.deposit_id, user_id=user_id, bag_id=bag, content=draft.content, polarity=draft.polarity,
+                evidence_grade=draft.evidence_grade, scope_model=scope.model, scope_dataset=scope.dataset,
+                scope_env=scope.env, scope_version=scope.version, scope_n=scope.n, scope_seed=scope.seed,
+                scope_note=scope.note, tags=list(draft.tags), artifact_refs=list(draft.artifact_refs),
+                author=draft.author, author_role=draft.author_role, task_id=draft.task_id, channel=channel_name,
+                repro_status=draft.repro_status, belief_key=draft.belief.key if draft.belief else None,
+                belief_value=draft.belief.value if draft.belief else None, created_at=now,
+            )
+        )  # fmt: skip
+    # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
+    bags_add_deposits(user_id=user_id, bags=by_bag)
+    Deposit.objects.bulk_create(rows, batch_size=500)
+    edges = [
+        Contradiction(user_id=user_id, new_deposit_id=item.deposit_id, old_deposit=targets[str(_as_uuid(raw))], reason=item.reason, created_at=now)
+        for item in items
+        for raw in dict.fromkeys(item.draft.contradicts)
+    ]
+    if edges:
+        Contradiction.objects.bulk_create(edges)
+        bags_recount(edge.old_deposit.bag_id for edge in edges)
+
+
+def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, reason: str) -> AddResult:
+    rejection = _gate(draft)
+    if rejection is not None:
+        raise rejection
+    item = _Pending(draft=draft, key=key, reason=reason)
     with transaction.atomic():
-        if key is not None:
-            replay_id = _claim_key(user_id=draft.user_id, key=key, fingerprint=_fingerprint(draft, reason), now=now)
-            if replay_id is not None:
-                return AddResult(deposit=deposit_record(draft.user_id, replay_id), is_idempotent_replay=True)
-        targets = _existing_targets(draft.user_id, draft.contradicts, lock=True)
-        row = _insert(draft, channel=channel, reason=reason, now=now, targets=targets)
-        if key is not None:
-            IdempotencyEntry.objects.filter(user_id=draft.user_id, key=key).update(deposit=row)
-    return AddResult(deposit=deposit_record(draft.user_id, str(row.pk)), is_idempotent_replay=False)
+        _write_batch(draft.user_id, [item], channel_name=channel, now=timezone.now())
+        assert item.outcome is not None
+        status, value = item.outcome
+        if status == "failed":
+            raise value
+    return AddResult(deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=status == "replay")
 
 
 def deposit_add(*, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None) -> AddResult:
@@ -264,7 +376,7 @@ def deposit_add(*, user_id: str, data: Mapping[str, Any], channel: str | None, i
         draft = validate_deposit(user_id, data)
     except DepositValidationError as error:
         raise as_api_error(error) from error
-    return _write(draft, channel=channel, key=_validate_key(idempotency_key), reason="")
+    return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason="")
 
 
 def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None) -> AddResult:
@@ -280,9 +392,10 @@ def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | 
         draft = validate_deposit(user_id, data)
     except DepositValidationError as error:
         raise as_api_error(error) from error
-    targets = _existing_targets(user_id, draft.contradicts)
     if data.get("scope") is None:
-        first = targets[draft.contradicts[0]]
+        first = Deposit.objects.filter(user_id=user_id, id=_as_uuid(draft.contradicts[0])).first()
+        if first is None:
+            raise _missing_error(_missing_targets(draft.contradicts, {}))
         inherited = validate_scope(
             {
                 "model": first.scope_model,
@@ -295,11 +408,16 @@ def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | 
             }
         )
         draft = replace(draft, scope=inherited)
-    return _write(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
+    return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
 
 
 def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None) -> AddManyResult:
-    """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing."""
+    """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing.
+
+    Validation and the gate run first, in Python; the accepted items are then written in one
+    batch. Should the batch hit a database error, the items are retried one by one, each in
+    its own savepoint, so one bad item cannot take the others down.
+    """
     try:
         validate_user_id(user_id)
         mode = validate_enum("on_gate_reject", on_gate_reject, default="skip")
@@ -312,34 +430,63 @@ def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gat
             "the idempotency keys make retrying any of them safe.",
             field="items",
         )
-    committed: list[DepositRecord] = []
-    duplicates: list[DepositRecord] = []
+    pending: list[tuple[int, _Pending]] = []
     failed: list[BulkReject] = []
+    for index, item in enumerate(items):
+        try:
+            key = _validate_key(item.get("idempotency_key"))
+            if key is None:
+                raise ApiError(
+                    "validation_error",
+                    "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
+                    field="idempotency_key",
+                )
+            draft = validate_deposit(user_id, item)
+        except DepositValidationError as error:
+            failed.append(BulkReject(index=index, item=item, error=as_api_error(error)))
+            continue
+        except ApiError as error:
+            failed.append(BulkReject(index=index, item=item, error=error))
+            continue
+        rejection = _gate(draft)
+        if rejection is not None:
+            failed.append(BulkReject(index=index, item=item, error=rejection))
+            continue
+        pending.append((index, _Pending(draft=draft, key=key)))
+    if failed and mode == "abort":
+        return AddManyResult(failed=tuple(failed))
+    now = timezone.now()
     with transaction.atomic():
-        for index, item in enumerate(items):
-            try:
-                key = item.get("idempotency_key")
-                if key is None:
-                    raise ApiError(
-                        "validation_error",
-                        "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
-                        field="idempotency_key",
-                    )
-                with transaction.atomic():
-                    result = deposit_add(user_id=user_id, data=item, channel=channel, idempotency_key=key)
-            except ApiError as error:
-                failed.append(BulkReject(index=index, item=item, error=error))
-                continue
-            except IntegrityError as error:
-                failed.append(BulkReject(index=index, item=item, error=ApiError("validation_error", str(error))))
-                continue
-            (duplicates if result.is_idempotent_replay else committed).append(result.deposit)
+        try:
+            with transaction.atomic():
+                _write_batch(user_id, [p for _, p in pending], channel_name=channel, now=now)
+        except IntegrityError:
+            for _, item in pending:
+                item.outcome, item.follows = None, None
+                try:
+                    with transaction.atomic():
+                        _write_batch(user_id, [item], channel_name=channel, now=now)
+                except IntegrityError as error:
+                    item.fail(ApiError("validation_error", f"the database refused this item: {error}"))
+        failed += [
+            BulkReject(index=index, item=items[index], error=p.outcome[1])
+            for index, p in pending
+            if p.outcome is not None and p.outcome[0] == "failed"
+        ]
+        failed.sort(key=lambda reject: reject.index)
         if failed and mode == "abort":
             transaction.set_rollback(True)
-            return AddManyResult(duplicates=tuple(duplicates), failed=tuple(failed), is_partial=False)
+            return AddManyResult(failed=tuple(failed))
+    written = [p for _, p in pending if p.outcome is not None and p.outcome[0] != "failed"]
+    records = {
+        record.id: record
+        for record in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=[p.outcome[1] for p in written])))
+    }
+    committed = tuple(records[str(p.outcome[1])] for p in written if p.outcome[0] == "committed")
+    duplicates = tuple(records[str(p.outcome[1])] for p in written if p.outcome[0] == "replay" and str(p.outcome[1]) in records)
     return AddManyResult(
-        committed=tuple(committed),
-        duplicates=tuple(duplicates),
+        committed=committed,
+        duplicates=duplicates,
         failed=tuple(failed),
         is_partial=bool(failed) and bool(committed or duplicates),
     )
@@ -361,19 +508,21 @@ def deposit_retract(*, user_id: str, deposit_id: str, mode: str = "soft", reason
             if row.retracted_at is None:
                 Deposit.objects.filter(pk=row.pk).update(retracted_at=timezone.now(), retracted_reason=reason or "")
                 bags_recount([row.bag_id])
+                observations_withdraw(user_id=user_id, deposit_id=str(row.pk))
             preserved = tuple(
                 str(i) for i in Contradiction.objects.filter(old_deposit=row).order_by("created_at").values_list("new_deposit_id", flat=True)
             )
             return RetractResult(deposit_id=str(row.pk), mode="soft", contradicts_preserved=preserved)
         # Hard erasure: the deposits this one superseded may become live again.
         affected = {row.bag_id, *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True)}
+        erased = str(row.pk)
         row.delete()
         bags_recount(affected)
+        observations_erase(user_id=user_id, deposit_id=erased)
     return RetractResult(deposit_id=deposit_id, mode="hard")
 
 
 __all__ = [
-    "idempotency_expire",
     "AddManyResult",
     "AddResult",
     "RetractResult",
@@ -382,6 +531,7 @@ __all__ = [
     "deposit_contradict",
     "deposit_records",
     "deposit_retract",
+    "idempotency_expire",
 ]
 
 

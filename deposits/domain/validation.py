@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from beliefs.domain.values import (
+    USER_ID_PATTERN,
+    BeliefInputError,
+    clean_belief_key,
+    clean_content_confidence,
+    clean_value,
+)
 from deposits.domain.types import (
     ENUMS,
     EVIDENCE_GRADES,
@@ -17,7 +24,6 @@ from deposits.domain.types import (
     Scope,
 )
 
-USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_CONTENT = 8000
 MAX_FACET = 200
 MAX_NOTE = 2000
@@ -42,6 +48,26 @@ class DepositValidationError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class BeliefClaim:
+    """The belief a deposit speaks to: key and value, plus how the claim was made."""
+
+    key: str
+    value: str
+    content_confidence: float | None = None
+    taint_tier: str | None = None
+    observed_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "value": self.value,
+            "content_confidence": self.content_confidence,
+            "taint_tier": self.taint_tier,
+            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DepositDraft:
     """A validated, normalised deposit that has not been written yet."""
 
@@ -49,7 +75,7 @@ class DepositDraft:
     content: str
     polarity: str = "open"
     evidence_grade: str = "anecdotal"
-    scope: Scope = Scope()
+    scope: Scope = Scope()  # noqa: RUF009 (frozen: one shared empty scope is safe)
     tags: tuple[str, ...] = ()
     artifact_refs: tuple[str, ...] = ()
     contradicts: tuple[str, ...] = ()
@@ -57,6 +83,7 @@ class DepositDraft:
     author_role: str | None = None
     task_id: str | None = None
     repro_status: str = "unreplicated"
+    belief: BeliefClaim | None = None
 
     @property
     def has_provenance(self) -> bool:
@@ -199,6 +226,30 @@ def _string_list(field: str, value: Any, *, max_items: int, max_len: int) -> tup
     return tuple(value)
 
 
+def validate_belief(value: Any) -> BeliefClaim | None:
+    """The deposit's `belief` object; the claim time is checked against the clock at write time."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise DepositValidationError("belief", "belief must be an object {key, value}, e.g. {\"key\": \"coffee_ratio\", \"value\": \"5 oz per tbsp\"}")
+    try:
+        observed_at = value.get("observed_at")
+        if observed_at is not None and (not isinstance(observed_at, datetime) or observed_at.utcoffset() is None):
+            raise BeliefInputError("observed_at", "observed_at must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00Z")
+        taint = value.get("taint_tier")
+        if taint is not None and not isinstance(taint, str):
+            raise BeliefInputError("taint_tier", "taint_tier must name a provenance tier, e.g. web_fetch")
+        return BeliefClaim(
+            key=clean_belief_key(value.get("key")),
+            value=clean_value(value.get("value")),
+            content_confidence=clean_content_confidence(value.get("content_confidence")),
+            taint_tier=taint,
+            observed_at=observed_at,
+        )
+    except BeliefInputError as error:
+        raise DepositValidationError(f"belief.{error.field}", error.message) from error
+
+
 def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
     """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks."""
     contradicts = _string_list(
@@ -221,4 +272,5 @@ def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
         author_role=_optional_text("author_role", data.get("author_role"), MAX_PROVENANCE),
         task_id=_optional_text("task_id", data.get("task_id"), MAX_PROVENANCE),
         repro_status=validate_enum("repro_status", data.get("repro_status"), default=REPRO_STATUSES[0]),
+        belief=validate_belief(data.get("belief")),
     )

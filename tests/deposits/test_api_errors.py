@@ -132,7 +132,7 @@ def test_a_database_outage_is_unavailable_503_with_a_retry_hint(api, failure):
 
 def test_a_database_outage_during_a_write_is_unavailable_503_and_writes_nothing(api):
     with mock.patch(
-        "deposits.services.bag_add_deposits", side_effect=OperationalError("server closed the connection")
+        "deposits.services.bags_add_deposits", side_effect=OperationalError("server closed the connection")
     ):
         answer = api.post("/users/alice/deposits", {"content": "x", "idempotency_key": "k"})
     error_of(answer, 503, "unavailable")
