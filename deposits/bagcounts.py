@@ -6,17 +6,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
+from deposits.bulksql import insert_rows
 from deposits.domain.types import DIRECTIONAL, Scope
 from deposits.models import Contradiction, Deposit, ScopeBag
-
-
-def _db_time(moment: datetime) -> object:
-    """A datetime as the database stores it, for raw SQL (SQLite keeps naive UTC text)."""
-    return connection.ops.adapt_datetimefield_value(moment)
 
 
 def _newer(column: str) -> str:
@@ -27,14 +22,14 @@ def _newer(column: str) -> str:
     )
 
 
-_COLUMNS = """
-    id, user_id, model, dataset, env, version, n, seed,
-    live_positive, live_negative, live_cautionary, live_open,
-    newest_positive_at, newest_negative_at, newest_cautionary_at,
-    kept_positive, kept_negative, kept_cautionary, kept_superseded,
-    last_deposit_at, created_at, updated_at
-"""
-_ROW = "(" + ", ".join(["%s"] * 22) + ")"
+BAG_COLUMNS = (
+    ("id", "text"), ("user_id", "text"), ("model", "text"), ("dataset", "text"), ("env", "text"),
+    ("version", "text"), ("n", "bigint"), ("seed", "bigint"),
+    ("live_positive", "integer"), ("live_negative", "integer"), ("live_cautionary", "integer"), ("live_open", "integer"),
+    ("newest_positive_at", "timestamptz"), ("newest_negative_at", "timestamptz"), ("newest_cautionary_at", "timestamptz"),
+    ("kept_positive", "integer"), ("kept_negative", "integer"), ("kept_cautionary", "integer"), ("kept_superseded", "integer"),
+    ("last_deposit_at", "timestamptz"), ("created_at", "timestamptz"), ("updated_at", "timestamptz"),
+)  # fmt: skip
 _ON_CONFLICT = f"""
 ON CONFLICT (id) DO UPDATE SET
     live_positive = deposits_scopebag.live_positive + excluded.live_positive,
@@ -67,9 +62,9 @@ def _bag_params(bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tu
     return [
         bag_id, user_id, *scope.facets,
         counts["positive"], counts["negative"], counts["cautionary"], counts["open"],
-        *(_db_time(newest[p]) if newest[p] else None for p in DIRECTIONAL),
+        *(newest[p] for p in DIRECTIONAL),
         counts["positive"], counts["negative"], counts["cautionary"], 0,
-        _db_time(last), _db_time(now), _db_time(now),
+        last, now, now,
     ]  # fmt: skip
 
 
@@ -80,19 +75,12 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, tuple[Scope, list[tupl
     its row, and two batches touching the same bags cannot deadlock.
     """
     now = timezone.now()
-    params: list[object] = []
-    rows = 0
-    for bag_id in sorted(bags):
-        scope, polarities = bags[bag_id]
-        values = _bag_params(bag_id, user_id, scope, polarities, now)
-        if values is not None:
-            params += values
-            rows += 1
-    if not rows:
-        return
-    sql = f"INSERT INTO deposits_scopebag ({_COLUMNS}) VALUES {', '.join([_ROW] * rows)} {_ON_CONFLICT}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    rows = [
+        values
+        for bag_id in sorted(bags)
+        if (values := _bag_params(bag_id, user_id, bags[bag_id][0], bags[bag_id][1], now)) is not None
+    ]
+    insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
 
 
 def bags_recount(bag_ids: Iterable[str]) -> None:

@@ -20,6 +20,7 @@ from beliefs.errors import ApiError
 from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
 from deposits.bagcounts import bags_add_deposits, bags_recount
+from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
@@ -38,6 +39,17 @@ from deposits.models import Contradiction, Deposit, IdempotencyEntry
 from deposits.selectors import as_api_error, deposit_record, deposit_records
 
 MAX_BULK_ITEMS = 1000
+DEPOSIT_COLUMNS = (
+    ("id", "uuid"), ("user_id", "text"), ("bag_id", "text"), ("content", "text"), ("polarity", "text"),
+    ("evidence_grade", "text"), ("scope_model", "text"), ("scope_dataset", "text"), ("scope_env", "text"),
+    ("scope_version", "text"), ("scope_n", "bigint"), ("scope_seed", "bigint"), ("scope_note", "text"),
+    ("tags", "jsonb"), ("artifact_refs", "jsonb"), ("author", "text"), ("author_role", "text"),
+    ("task_id", "text"), ("channel", "text"), ("repro_status", "text"), ("belief_key", "text"),
+    ("belief_value", "text"), ("created_at", "timestamptz"),
+)  # fmt: skip
+IDEMPOTENCY_COLUMNS = (
+    ("user_id", "text"), ("key", "text"), ("payload_hash", "text"), ("deposit_id", "uuid"), ("created_at", "timestamptz"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,26 +238,20 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
                 item.fail(_conflict(item.key, first.deposit_id))
     if not owners:
         return
-    adapt = connection.ops.adapt_datetimefield_value
-    prep_id = Deposit._meta.pk.get_db_prep_value  # type: ignore[union-attr]
     keys = list(owners)
     with connection.cursor() as cursor:
         marks = ", ".join(["%s"] * len(keys))
         cursor.execute(
             f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
-            [user_id, *keys, adapt(now - WINDOW)],
+            [user_id, *keys, connection.ops.adapt_datetimefield_value(now - WINDOW)],
         )
-        rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(keys))
-        params: list[object] = []
-        for key in keys:
-            item = owners[key]
-            params += [user_id, key, item.fingerprint, prep_id(item.deposit_id, connection), adapt(now)]
-        cursor.execute(
-            "INSERT INTO deposits_idempotencyentry (user_id, key, payload_hash, deposit_id, created_at) "
-            f"VALUES {rows} ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
-            params,
-        )
-        claimed = {row[0] for row in cursor.fetchall()}
+    returned = insert_rows(
+        "deposits_idempotencyentry",
+        IDEMPOTENCY_COLUMNS,
+        [(user_id, key, owners[key].fingerprint, owners[key].deposit_id, now) for key in keys],
+        "ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
+    )
+    claimed = {row[0] for row in returned}
     taken = [key for key in keys if key not in claimed]
     if not taken:
         return
@@ -332,20 +338,16 @@ def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None
         draft, scope = item.draft, item.draft.scope
         bag = compute_bag_id(user_id, scope)
         by_bag.setdefault(bag, (scope, []))[1].append((draft.polarity, now))
-        rows.append(
-            Deposit(
-                id=item.deposit_id, user_id=user_id, bag_id=bag, content=draft.content, polarity=draft.polarity,
-                evidence_grade=draft.evidence_grade, scope_model=scope.model, scope_dataset=scope.dataset,
-                scope_env=scope.env, scope_version=scope.version, scope_n=scope.n, scope_seed=scope.seed,
-                scope_note=scope.note, tags=list(draft.tags), artifact_refs=list(draft.artifact_refs),
-                author=draft.author, author_role=draft.author_role, task_id=draft.task_id, channel=channel_name,
-                repro_status=draft.repro_status, belief_key=draft.belief.key if draft.belief else None,
-                belief_value=draft.belief.value if draft.belief else None, created_at=now,
-            )
-        )  # fmt: skip
+        belief = draft.belief
+        rows.append((
+            item.deposit_id, user_id, bag, draft.content, draft.polarity, draft.evidence_grade,
+            scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, scope.note,
+            list(draft.tags), list(draft.artifact_refs), draft.author, draft.author_role, draft.task_id,
+            channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
+        ))  # fmt: skip
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
     bags_add_deposits(user_id=user_id, bags=by_bag)
-    Deposit.objects.bulk_create(rows, batch_size=500)
+    insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     edges = [
         Contradiction(user_id=user_id, new_deposit_id=item.deposit_id, old_deposit=targets[str(_as_uuid(raw))], reason=item.reason, created_at=now)
         for item in items

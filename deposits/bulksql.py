@@ -1,0 +1,54 @@
+"""Many rows in one statement, in the form each database parses fastest.
+
+PostgreSQL gets one array per column through `unnest` (a few placeholders, whatever the row
+count: psycopg and the server re-parse long VALUES lists on every call); SQLite gets a plain
+multi-row VALUES list.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection
+
+
+def _prepare(value: object, pg_type: str) -> object:
+    """A Python value as the database driver wants it for a column of `pg_type`."""
+    if value is None:
+        return None
+    if pg_type == "jsonb":
+        return json.dumps(value)
+    if pg_type == "timestamptz" and isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    if pg_type == "uuid" and isinstance(value, uuid.UUID) and connection.vendor != "postgresql":
+        return value.hex  # Django keeps UUIDs as 32 hex characters on SQLite
+    return value
+
+
+def insert_rows(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], suffix: str = "") -> list[tuple]:
+    """INSERT `rows` (values in `columns` order; each column is (name, PostgreSQL type)).
+
+    `suffix` (ON CONFLICT …, RETURNING …) is appended; returned rows come back when it
+    has a RETURNING clause.
+    """
+    if not rows:
+        return []
+    names = ", ".join(name for name, _ in columns)
+    types = [pg_type for _, pg_type in columns]
+    rows = [[_prepare(value, pg_type) for value, pg_type in zip(row, types, strict=True)] for row in rows]
+    if connection.vendor == "postgresql":
+        arrays = [list(column) for column in zip(*rows, strict=True)]
+        # JSON travels as text and is cast per element (psycopg would otherwise guess).
+        select = ", ".join("%s::text[]::jsonb[]" if t == "jsonb" else f"%s::{t}[]" for t in types)
+        sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({select}) {suffix}"
+        params: list[object] = arrays
+    else:
+        row = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        sql = f"INSERT INTO {table} ({names}) VALUES {', '.join([row] * len(rows))} {suffix}"
+        params = [value for values in rows for value in values]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if "RETURNING" in suffix.upper() else []
