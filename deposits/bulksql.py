@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+import psycopg
 from django.db import connection
 
 
@@ -49,6 +50,15 @@ def insert_rows(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[S
         row = "(" + ", ".join(["%s"] * len(columns)) + ")"
         sql = f"INSERT INTO {table} ({names}) VALUES {', '.join([row] * len(rows))} {suffix}"
         params = [value for values in rows for value in values]
+    returning = "RETURNING" in suffix.upper()
+    if connection.vendor == "postgresql":
+        # Django's cursors bind on the client, quoting every array element in Python; a plain
+        # psycopg cursor on the same connection (same transaction) sends the arrays bound and
+        # in binary instead.
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params, binary=True)
+            return cursor.fetchall() if returning else []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall() if "RETURNING" in suffix.upper() else []
+        return cursor.fetchall() if returning else []

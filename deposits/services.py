@@ -24,8 +24,8 @@ from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
+from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.domain.types import Scope
 from deposits.domain.validation import (
     DepositDraft,
     DepositValidationError,
@@ -239,12 +239,20 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     if not owners:
         return
     keys = list(owners)
+    cutoff = connection.ops.adapt_datetimefield_value(now - WINDOW)
     with connection.cursor() as cursor:
-        marks = ", ".join(["%s"] * len(keys))
-        cursor.execute(
-            f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
-            [user_id, *keys, connection.ops.adapt_datetimefield_value(now - WINDOW)],
-        )
+        if connection.vendor == "postgresql":
+            # One array parameter, not a thousand placeholders to parse.
+            cursor.execute(
+                "DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key = ANY(%s) AND created_at <= %s",
+                [user_id, keys, cutoff],
+            )
+        else:
+            marks = ", ".join(["%s"] * len(keys))
+            cursor.execute(
+                f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
+                [user_id, *keys, cutoff],
+            )
     returned = insert_rows(
         "deposits_idempotencyentry",
         IDEMPOTENCY_COLUMNS,
@@ -356,6 +364,19 @@ def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None
     if edges:
         Contradiction.objects.bulk_create(edges)
         bags_recount(edge.old_deposit.bag_id for edge in edges)
+
+
+def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:
+    """The record of a deposit this call wrote, from what it wrote."""
+    draft = item.draft
+    return DepositRecord(
+        id=str(item.deposit_id), content=draft.content, polarity=draft.polarity, evidence_grade=draft.evidence_grade,
+        scope=draft.scope, user_id=draft.user_id, created_at=now, tags=draft.tags,
+        contradicts=tuple(dict.fromkeys(str(_as_uuid(raw)) for raw in draft.contradicts)),
+        artifact_refs=draft.artifact_refs, author=draft.author, author_role=draft.author_role,
+        repro_status=draft.repro_status, task_id=draft.task_id, channel=channel,
+        belief=BeliefRef(draft.belief.key, draft.belief.value) if draft.belief else None,
+    )  # fmt: skip
 
 
 def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, reason: str) -> AddResult:
@@ -480,12 +501,11 @@ def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gat
             transaction.set_rollback(True)
             return AddManyResult(failed=tuple(failed))
     written = [p for _, p in pending if p.outcome is not None and p.outcome[0] != "failed"]
-    records = {
-        record.id: record
-        for record in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=[p.outcome[1] for p in written])))
-    }
-    committed = tuple(records[str(p.outcome[1])] for p in written if p.outcome[0] == "committed")
-    duplicates = tuple(records[str(p.outcome[1])] for p in written if p.outcome[0] == "replay" and str(p.outcome[1]) in records)
+    # What was just written is known without reading it back; replays are read.
+    committed = tuple(_record_of(p, channel=channel, now=now) for p in written if p.outcome[0] == "committed")
+    replayed = [p.outcome[1] for p in written if p.outcome[0] == "replay"]
+    records = {r.id: r for r in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=replayed)))}
+    duplicates = tuple(records[str(i)] for i in replayed if str(i) in records)
     return AddManyResult(
         committed=committed,
         duplicates=duplicates,

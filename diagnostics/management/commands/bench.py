@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from beliefs.services import api_key_create
 from deposits.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
+from deposits.bulksql import insert_rows
 from deposits.domain.idempotency import idempotency_key
 from deposits.domain.recall import query_words
 from deposits.models import Deposit
@@ -30,6 +31,11 @@ from deposits.services import deposit_add_many
 from diagnostics.selectors import health
 
 INGEST_PREFIX = "benchingest-"
+RAW_COLUMNS = (
+    ("id", "uuid"), ("user_id", "text"), ("bag_id", "text"), ("content", "text"), ("polarity", "text"),
+    ("evidence_grade", "text"), ("scope_model", "text"), ("scope_env", "text"), ("scope_version", "text"),
+    ("tags", "jsonb"), ("artifact_refs", "jsonb"), ("repro_status", "text"), ("created_at", "timestamptz"),
+)  # fmt: skip
 # 20 varied queries: common words, rare words, mixes, and a long pasted question.
 QUERIES = [
     "model", "threshold", "latency", "model threshold", "prompt eval accuracy", "retry cache timeout",
@@ -130,11 +136,13 @@ class Command(BaseCommand):
         batches = []
         for number in range(max(1, total // batch)):
             user_id = f"{INGEST_PREFIX}{run}-{number % 20}"
+            model = rng.choice(VOCABULARY)
             items = []
             for i in range(batch):
+                # An import of one owner's notes: bags of about 25 (the seed's 1..50).
                 items.append({
                     "content": sentence(rng), "polarity": rng.choice(["positive", "negative", "open"]),
-                    "evidence_grade": "observed", "scope": {"model": rng.choice(VOCABULARY), "env": "prod", "version": f"v{rng.randrange(40)}"},
+                    "evidence_grade": "observed", "scope": {"model": model, "env": "prod", "version": f"v{rng.randrange(40)}"},
                     "idempotency_key": idempotency_key(run, number, i),
                 })  # fmt: skip
             batches.append((user_id, items))
@@ -153,12 +161,11 @@ class Command(BaseCommand):
     def _raw_insert_rate(self, batches: list[tuple[str, list[dict[str, Any]]]], run: str) -> float:
         """The same rows inserted with one statement per batch, no rules: the database's floor."""
         now = timezone.now()
-        columns = ("id", "user_id", "bag_id", "content", "polarity", "evidence_grade", "scope_model", "scope_env", "scope_version", "tags", "artifact_refs", "repro_status", "created_at")
         prepared = []
         for user_id, items in batches:
             rows = [
                 (uuid.uuid4(), f"raw{user_id}", "raw-bag", item["content"], item["polarity"], item["evidence_grade"],
-                 item["scope"]["model"], "prod", item["scope"]["version"], "[]", "[]", "unreplicated", now)
+                 item["scope"]["model"], "prod", item["scope"]["version"], [], [], "unreplicated", now)
                 for item in items
             ]  # fmt: skip
             prepared.append(rows)
@@ -171,17 +178,7 @@ class Command(BaseCommand):
             )
             started = time.perf_counter()
             for rows in prepared:
-                if connection.vendor == "postgresql":
-                    arrays = [list(column) for column in zip(*rows, strict=True)]
-                    types = ["uuid", "text", "text", "text", "text", "text", "text", "text", "text", "jsonb", "jsonb", "text", "timestamptz"]
-                    select = ", ".join(f"%s::{t}[]" for t in types)
-                    cursor.execute(f"INSERT INTO deposits_deposit ({', '.join(columns)}) SELECT * FROM unnest({select})", arrays)
-                else:
-                    marks = ", ".join(["%s"] * len(columns))
-                    cursor.executemany(
-                        f"INSERT INTO deposits_deposit ({', '.join(columns)}) VALUES ({marks})",
-                        [(r[0].hex, *r[1:-1], connection.ops.adapt_datetimefield_value(r[-1])) for r in rows],
-                    )
+                insert_rows("deposits_deposit", RAW_COLUMNS, rows)
             rate = sum(len(rows) for rows in prepared) / (time.perf_counter() - started)
             transaction.set_rollback(True)
         return rate
