@@ -6,9 +6,10 @@ from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from beliefs.access import require
+from beliefs.api import VerdictOut
 from beliefs.errors import with_errors
 from deposits import bags
 from deposits.domain.recall import MAX_LIMIT
@@ -36,11 +37,10 @@ class RecallQuery(FacetFilter):
     include_superseded: bool = False
 
 
-class BeliefOnHitOut(Schema):
-    model_config = ConfigDict(extra="allow")
-
-    belief_key: str
-    value_probability: float | None = None
+class BeliefOnHitOut(VerdictOut):
+    value: str
+    value_probability: float
+    asserted: bool
 
 
 class SearchResultOut(Schema):

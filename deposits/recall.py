@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,7 +12,9 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from beliefs.domain.values import normalize_value
 from beliefs.errors import ApiError
+from beliefs.selectors import verdicts_for
 from deposits.bags import bag_stats
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, explain_hit, peer_polarities
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
@@ -146,6 +148,31 @@ def _peers(user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, B
     return peers
 
 
+def _belief_blocks(user_id: str, records: Iterable[DepositRecord], now: datetime) -> dict[str, dict[str, Any]]:
+    """For hits that carry a belief: its verdict, and the probability of the hit's own value."""
+    carrying = [r for r in records if r.belief is not None]
+    if not carrying:
+        return {}
+    verdicts = verdicts_for(user_id=user_id, keys={r.belief.key for r in carrying}, now=now)  # type: ignore[union-attr]
+    blocks = {}
+    for record in carrying:
+        verdict = verdicts.get(record.belief.key)  # type: ignore[union-attr]
+        if verdict is None:
+            continue
+        value = record.belief.value  # type: ignore[union-attr]
+        blocks[record.id] = {
+            **verdict.to_dict(),
+            "value": value,
+            "value_probability": verdict.probability_of(value),
+            "asserted": verdict.fact is not None and normalize_value(verdict.fact) == normalize_value(value),
+        }
+    return blocks
+
+
+def _demoted(hit: SearchResult) -> bool:
+    return hit.belief is not None and hit.belief["fact"] is not None and not hit.belief["asserted"]
+
+
 def recall(
     *,
     user_id: str,
@@ -179,7 +206,8 @@ def recall(
     records = {record.id: record for record in deposit_records(list(rows.values()))}
     stats = bag_stats({c.bag_id for c in chosen})
     peers = _peers(user_id, [(c.id, c.bag_id, c.polarity) for c in chosen], stats)
-    items = tuple(
+    beliefs = _belief_blocks(user_id, records.values(), now)
+    hits = [
         SearchResult(
             deposit=records[c.id],
             score=c.score,
@@ -187,10 +215,15 @@ def recall(
             stats=stats[c.bag_id],
             conflict_peers=peers.get(c.id, ()),
             superseded=c.id in superseded,
+            belief=beliefs.get(c.id),
         )
         for c in chosen
         if c.id in records
-    )
+    ]
+    in_conflict = {c.id: c.in_conflict for c in chosen}
+    # A value its belief no longer asserts ranks below the rest of its class.
+    hits.sort(key=lambda h: (not in_conflict[h.id], _demoted(h), -h.score, h.id))
+    items = tuple(hits)
     results = SearchResults(
         items=items,
         has_disagreement=totals.conflict_bag_count > 0,
