@@ -79,7 +79,7 @@ class BeliefPageOut(Schema):
 
 class RevisionPageOut(Schema):
     kind: Literal["revision_page"]
-    items: list[RevisionOut]
+    items: list[RevisionWithVerdictOut]
     total: int
     limit: int
     offset: int

@@ -12,7 +12,7 @@ from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict
 from beliefs.errors import ApiError
 from beliefs.models import Belief, BeliefRevision, ProvenanceTier
-from beliefs.services import rule_settings
+from beliefs.services import replay_observations, rule_settings
 
 
 def _verdict(row: Belief, now: datetime) -> Verdict:
@@ -77,8 +77,27 @@ def revision_page(*, user_id: str, key: str, limit: int = 50, offset: int = 0) -
     total = rows.count()
     if total == 0:
         raise ApiError("not_found", f"no belief {key!r} for user {user_id!r}")
-    items = [revision_to_dict(r) for r in rows.order_by("observed_at", "id")[offset : offset + limit]]
+    page = list(rows.order_by("observed_at", "id")[offset : offset + limit])
+    after = _verdicts_after(user_id, key, page, timezone.now())
+    items = [revision_to_dict(r, after[r.id]) for r in page]
     return {"kind": "revision_page", "items": items, "total": total, "limit": limit, "offset": offset}
+
+
+def _verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: datetime) -> dict[int, Verdict]:
+    """The verdict after each revision of `page` (claim-time order): the live log replayed up to it.
+
+    A withdrawn revision is not in the replay, so the verdict after it is the one before it.
+    """
+    knobs = rule_settings()
+    log = replay_observations(user_id, key)
+    state, folded, verdicts = BeliefState(), 0, {}
+    for revision in page:
+        position = (revision.observed_at, revision.id)
+        while folded < len(log) and (log[folded].observed_at, log[folded].sequence) <= position:
+            state, _ = rule.apply(state, log[folded], knobs)
+            folded += 1
+        verdicts[revision.id] = rule.verdict(state, knobs, belief_key=key, now=now)
+    return verdicts
 
 
 def tier_to_dict(tier: ProvenanceTier) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def _store(row: Belief, state: BeliefState, *, now: datetime) -> Verdict:
     return verdict
 
 
-def _replay_observations(user_id: str, key: str) -> list[Observation]:
+def replay_observations(user_id: str, key: str) -> list[Observation]:
     """The key's live log as observations, with today's ceilings (withdrawn deposits left out)."""
     channels, tiers = channel_ceilings(), tier_ceilings()
     withdrawn = WithdrawnDeposit.objects.filter(user_id=user_id).values("deposit_id")
@@ -235,7 +235,7 @@ def observation_record(
         if in_order:
             state, facts = rule.apply(_state_of(row), observation, knobs)
         else:
-            log = _replay_observations(user_id, key)
+            log = replay_observations(user_id, key)
             state, steps = rule.fold([*log, observation], knobs)
             ordered = rule.claim_order([*log, observation])
             facts = steps[ordered.index(observation)]
@@ -274,7 +274,7 @@ def belief_rebuild(*, user_id: str, key: str, now: datetime | None = None) -> bo
     now = now or timezone.now()
     with transaction.atomic():
         row = _lock_belief(user_id, key, now)
-        log = _replay_observations(user_id, key)
+        log = replay_observations(user_id, key)
         if not log:
             row.delete()
             return True
@@ -358,7 +358,7 @@ def beliefs_verify() -> list[tuple[str, str]]:
     knobs = rule_settings()
     differing = []
     for row in Belief.objects.order_by("user_id", "key").iterator():
-        log = _replay_observations(row.user_id, row.key)
+        log = replay_observations(row.user_id, row.key)
         replayed = rule.fold(log, knobs)[0].to_json() if log else None
         if replayed != (None if row.state.get("empty") else row.state):
             differing.append((row.user_id, row.key))
@@ -366,7 +366,7 @@ def beliefs_verify() -> list[tuple[str, str]]:
 
 
 def tier_update(*, name: str, ceiling: float | None = None, description: str | None = None) -> tuple[ProvenanceTier, RebuildJob | None]:
-    """Change a tier; a new ceiling schedules a rebuild of every belief its channels touched."""
+    """Change a tier; a new ceiling rebuilds every belief its channels touched or that cites it as taint."""
     tier = ProvenanceTier.objects.filter(name=name).first()
     if tier is None:
         raise ProvenanceError(f"there is no tier {name!r}")
@@ -381,7 +381,9 @@ def tier_update(*, name: str, ceiling: float | None = None, description: str | N
             tier.ceiling = ceiling
             tier.save()
             if changed:
-                channels = list(tier.channels.values_list("name", flat=True))
+                # A taint tier caps r too, so the channels that relayed content under it count.
+                relayed = BeliefRevision.objects.filter(taint_tier=name).values_list("channel", flat=True)
+                channels = {*tier.channels.values_list("name", flat=True), *relayed.distinct()}
                 job = rebuild_schedule(reason=f"tier {name} ceiling set to {ceiling}", channels=channels)
         else:
             tier.save()

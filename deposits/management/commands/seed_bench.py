@@ -131,6 +131,15 @@ class Command(BaseCommand):
     def _delete_bench_owners(self) -> None:
         with transaction.atomic(), connection.cursor() as cursor:
             like = OWNER_PREFIX + "%"
+            only_bench = not Deposit.objects.exclude(user_id__startswith=OWNER_PREFIX).exists()
+            if only_bench and connection.vendor == "postgresql":
+                # A store of nothing but bench owners: emptying the tables is instant, where
+                # deleting a million rows checks every foreign key one by one.
+                cursor.execute(
+                    "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_deposit, "
+                    "deposits_scopebag, deposits_recalllog"
+                )
+                return
             cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])

@@ -1,0 +1,154 @@
+"""PUT /tiers/{name} and POST /channels: operators change trust, and a rebuild job applies it."""
+
+from __future__ import annotations
+
+import pytest
+
+from beliefs.models import Channel, ProvenanceTier, RebuildJob
+from beliefs.services import beliefs_verify, channel_bind, rebuild_run, tier_update
+from tests.beliefs.helpers import KEY, NEW, OLD, observe, verdict
+from tests.conftest import make_client
+
+
+@pytest.fixture
+def agent_facts(api, owner):
+    """agent-a (agent_own) set two beliefs; the owner set a third, which agent-a never touched."""
+    observe(api, OLD)
+    observe(api, "oat", user="bob", key="diet:milk")
+    observe(owner, "green", key="tea")
+
+
+def test_lowering_a_ceiling_below_the_pivot_removes_that_channels_facts_after_the_rebuild(
+    api, admin, agent_facts, eager_worker
+):
+    assert verdict(api)["fact"] == OLD
+    with eager_worker(execute=True) as sent:
+        answer = admin.call("PUT", "/tiers/agent_own", {"ceiling": 0.4})
+        assert answer.status == 200, answer.body
+        assert (answer.body["kind"], answer.body["name"], answer.body["ceiling"]) == ("tier", "agent_own", 0.4)
+        job = answer.body["rebuild"]
+        # The job is recorded before the answer, and sent to the worker only once it commits.
+        assert (job["status"], job["total"], job["done"]) == ("pending", 2, 0)
+        assert RebuildJob.objects.get(pk=job["id"]).status == RebuildJob.PENDING
+    assert len(sent) == 1
+    finished = RebuildJob.objects.get(pk=job["id"])
+    assert (finished.status, finished.total, finished.done, finished.changed) == (RebuildJob.DONE, 2, 2, 2)
+    assert finished.started_at is not None and finished.finished_at >= finished.started_at
+    gone = verdict(api)
+    assert (gone["fact"], gone["distribution"], gone["unknown_mass"]) == (None, {}, 1.0)
+    assert gone["inert"] == [OLD]
+    assert gone["is_uncertain"] is True
+    assert verdict(api, user="bob", key="diet:milk")["fact"] is None
+    assert verdict(api, key="tea")["fact"] == "green"
+    assert beliefs_verify() == []
+
+
+def test_tier_update_records_a_pending_job_that_rebuild_run_completes(api, agent_facts):
+    tier, job = tier_update(name="agent_own", ceiling=0.45)
+    assert tier.ceiling == 0.45
+    assert (job.status, job.total, job.done) == (RebuildJob.PENDING, 2, 0)
+    assert job.channels == ["agent-a"]
+    done = rebuild_run(job_id=job.pk)
+    assert (done.status, done.total, done.done, done.changed) == (RebuildJob.DONE, 2, 2, 2)
+    assert verdict(api)["fact"] is None
+    # A job already run is not run again.
+    assert rebuild_run(job_id=job.pk).finished_at == done.finished_at
+
+
+def test_raising_a_ceiling_back_restores_the_facts(api, agent_facts):
+    rebuild_run(job_id=tier_update(name="agent_own", ceiling=0.4)[1].pk)
+    rebuild_run(job_id=tier_update(name="agent_own", ceiling=0.8)[1].pk)
+    restored = verdict(api)
+    assert (restored["fact"], restored["probability"], restored["inert"]) == (OLD, pytest.approx(0.7), [])
+
+
+def test_an_unchanged_ceiling_or_a_new_description_schedules_nothing(admin, agent_facts):
+    same = admin.call("PUT", "/tiers/agent_own", {"ceiling": 0.8})
+    described = admin.call("PUT", "/tiers/agent_own", {"description": "our own agents"})
+    assert (same.status, same.body["rebuild"]) == (200, None)
+    assert (described.body["description"], described.body["rebuild"]) == ("our own agents", None)
+    assert not RebuildJob.objects.exists()
+
+
+def test_lowering_a_taint_tier_rebuilds_the_beliefs_relayed_under_it(api, owner):
+    # The owner relays a document's claim: r is capped by document (0.55), so it counts.
+    observe(owner, NEW, taint_tier="document", content_confidence=1.0)
+    assert verdict(owner)["fact"] == NEW
+    rebuild_run(job_id=tier_update(name="document", ceiling=0.3)[1].pk)
+    assert verdict(owner)["fact"] is None
+    assert beliefs_verify() == []
+
+
+def test_rebinding_a_channel_to_another_tier_schedules_a_rebuild(api, admin, agent_facts, eager_worker):
+    with eager_worker(execute=True):
+        answer = admin.post("/channels", {"name": "agent-a", "tier": "web_fetch"})
+    assert answer.status == 200, answer.body
+    assert (answer.body["kind"], answer.body["name"], answer.body["tier"]) == ("channel", "agent-a", "web_fetch")
+    assert (answer.body["rebuild"]["status"], answer.body["rebuild"]["total"]) == ("pending", 2)
+    assert Channel.objects.get(name="agent-a").tier.name == "web_fetch"
+    job = RebuildJob.objects.get()
+    assert (job.status, job.done, job.channels) == (RebuildJob.DONE, 2, ["agent-a"])
+    assert verdict(api)["fact"] is None
+    assert verdict(api, key="tea")["fact"] == "green"
+    # The channel's later words carry its new tier too.
+    assert observe(api, NEW)["tier"] == "web_fetch"
+
+
+def test_rebinding_through_the_service_and_back(api, agent_facts):
+    channel, job = channel_bind(name="agent-a", tier_name="untrusted")
+    rebuild_run(job_id=job.pk)
+    assert verdict(api)["fact"] is None
+    channel, job = channel_bind(name="agent-a", tier_name="agent_own")
+    rebuild_run(job_id=job.pk)
+    assert verdict(api)["fact"] == OLD
+
+
+def test_post_channels_creates_a_new_channel_without_a_rebuild(admin):
+    answer = admin.post("/channels", {"name": "crm-sync", "tier": "tool_output", "description": "nightly"})
+    assert answer.status == 201
+    assert answer.body == {"kind": "channel", "name": "crm-sync", "tier": "tool_output", "rebuild": None}
+    assert not RebuildJob.objects.exists()
+    tiers = {item["name"]: item["channels"] for item in admin.get("/tiers").body["items"]}
+    assert "crm-sync" in tiers["tool_output"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    [
+        ("PUT", "/tiers/agent_own", {"ceiling": 1.0}, 422, "ceiling"),
+        ("PUT", "/tiers/agent_own", {"ceiling": 0}, 422, "ceiling"),
+        ("PUT", "/tiers/agent_own", {"ceiling": 0.5, "name": "x"}, 422, "name"),
+        ("PUT", "/tiers/no_such_tier", {"ceiling": 0.5}, 404, None),
+        ("POST", "/channels", {"name": "agent-a", "tier": "no_such_tier"}, 422, "tier"),
+        ("POST", "/channels", {"name": "Bad Name", "tier": "agent_own"}, 422, "name"),
+    ],
+)
+def test_bad_provenance_changes_are_refused_and_change_nothing(admin, agent_facts, method, path, body, status, field):
+    answer = admin.call(method, path, body)
+    assert answer.status == status, answer.body
+    assert answer.body["kind"] == "error"
+    assert answer.body["error"].get("field") == field
+    assert ProvenanceTier.objects.get(name="agent_own").ceiling == 0.8
+    assert Channel.objects.get(name="agent-a").tier.name == "agent_own"
+    assert not RebuildJob.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("PUT", "/tiers/agent_own", {"ceiling": 0.4}),
+        ("POST", "/channels", {"name": "agent-a", "tier": "user_edit"}),
+        ("POST", "/channels", {"name": "new-channel", "tier": "user_edit"}),
+    ],
+)
+def test_a_key_without_admin_gets_403_and_changes_nothing(api, agent_facts, method, path, body):
+    writer = make_client(channel="writer", perms=("read", "write", "erase"))
+    for client in (api, writer):
+        answer = client.call(method, path, body)
+        assert answer.status == 403
+        assert answer.body["error"]["code"] == "forbidden"
+    assert ProvenanceTier.objects.get(name="agent_own").ceiling == 0.8
+    assert Channel.objects.get(name="agent-a").tier.name == "agent_own"
+    assert not Channel.objects.filter(name="new-channel").exists()
+    assert not RebuildJob.objects.exists()
+    assert verdict(api)["fact"] == OLD
