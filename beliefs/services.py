@@ -409,6 +409,26 @@ def channel_bind(*, name: str, tier_name: str, description: str | None = None) -
     return channel, job
 
 
+def _tier_behind(user_id: str, key: str, value: str) -> str | None:
+    """Today's tier of the channel whose latest effective word in the live replay is `value`.
+
+    The replay, not the log's arrival-time flags: a withdrawn deposit or a channel since
+    rebound would name a tier the verdict no longer rests on.
+    """
+    log = rule.claim_order(replay_observations(user_id, key))
+    _, steps = rule.fold(log, rule_settings())
+    wanted = normalize_value(value)
+    latest = next(
+        (o.sequence for o, step in zip(reversed(log), reversed(steps), strict=True)
+         if step.effective and normalize_value(o.value) == wanted),
+        None,
+    )  # fmt: skip
+    if latest is None:
+        return None
+    channel, tier_then = BeliefRevision.objects.values_list("channel", "tier").get(pk=latest)
+    return Channel.objects.filter(name=channel).values_list("tier__name", flat=True).first() or tier_then
+
+
 def belief_confirm(*, user_id: str, key: str, value: str, now: datetime | None = None) -> tuple[RecordedObservation, CalibrationOutcome]:
     """A reviewer confirms the true value: a trusted human_review observation, and an outcome.
 
@@ -423,14 +443,7 @@ def belief_confirm(*, user_id: str, key: str, value: str, now: datetime | None =
         row = _lock_belief(user_id, key, now)
         before = rule.verdict(_state_of(row), rule_settings(), belief_key=key, now=now)
         top_value, top_probability = before.distribution[0] if before.distribution else (None, 0.0)
-        tier = None
-        if top_value is not None:
-            tier = (
-                BeliefRevision.objects.filter(user_id=user_id, belief_key=key, effective=True)
-                .order_by("-observed_at", "-id")
-                .values_list("value", "tier")
-            )
-            tier = next((t for v, t in tier if normalize_value(v) == normalize_value(top_value)), None)
+        tier = None if top_value is None else _tier_behind(user_id, key, top_value)
         recorded = observation_record(
             user_id=user_id, key=key, value=display, channel=channel, content_confidence=1.0, now=now
         )

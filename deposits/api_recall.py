@@ -6,12 +6,13 @@ from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from beliefs.access import require
 from beliefs.api import VerdictOut
 from beliefs.errors import with_errors
 from deposits import bags
+from deposits.api import MAX_OFFSET
 from deposits.domain.recall import MAX_LIMIT
 from deposits.recall import recall
 from deposits.schemas import DepositDetailOut, DepositOut, EvidenceGrade, Polarity, ScopeOut
@@ -26,6 +27,14 @@ class FacetFilter(Schema):
     version: str | None = None
     n: int | None = None
     seed: int | None = None
+
+    @field_validator("model", "dataset", "env", "version")
+    @classmethod
+    def no_nul(cls, value: str | None) -> str | None:
+        # PostgreSQL text cannot hold NUL, so no stored facet has one; refuse it rather than fail.
+        if value is not None and "\x00" in value:
+            raise ValueError("a facet cannot contain the NUL character (\\x00)")
+        return value
 
     def facets(self) -> dict[str, str | int | None]:
         return {name: getattr(self, name) for name in ("model", "dataset", "env", "version", "n", "seed")}
@@ -72,7 +81,6 @@ class SearchResultsOut(Schema):
     is_confident: bool
     bag_count: int
     conflict_bag_count: int
-    total_hits: int
     explain: str
 
 
@@ -125,7 +133,7 @@ class BagPageOut(Schema):
 class BagQuery(FacetFilter):
     conflict: bool | None = None
     limit: int = Field(50, ge=1, le=500)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
 
 
 @router.get("/users/{user_id}/recall", response=with_errors(**{"200": SearchResultsOut}))

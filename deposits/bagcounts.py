@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db import connection
 from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
 from deposits.bulksql import insert_rows
 from deposits.domain.types import DIRECTIONAL, Scope
 from deposits.models import Contradiction, Deposit, ScopeBag
+from deposits.search.postgres import TS_CONFIG
 
 
 def _newer(column: str) -> str:
@@ -68,19 +71,58 @@ def _bag_params(bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tu
     ]  # fmt: skip
 
 
-def bags_add_deposits(*, user_id: str, bags: Mapping[str, tuple[Scope, list[tuple[str, datetime]]]]) -> None:
+@dataclass
+class NewDeposits:
+    """What a write adds to one bag: its scope, each deposit's polarity and time, and its text."""
+
+    scope: Scope
+    polarities: list[tuple[str, datetime]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+
+
+def search_text(content: str, note: str | None) -> str:
+    """The text a deposit is found by: its content and scope note (as the search index has it)."""
+    return f"{content} {note or ''}"
+
+
+def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> None:
     """Count new live deposits into their bags, creating bag rows on first use.
 
     One atomic upsert for every bag, in id order: concurrent writers to one bag serialise on
     its row, and two batches touching the same bags cannot deadlock.
     """
     now = timezone.now()
+    order = sorted(bags)
     rows = [
         values
-        for bag_id in sorted(bags)
-        if (values := _bag_params(bag_id, user_id, bags[bag_id][0], bags[bag_id][1], now)) is not None
+        for bag_id in order
+        if (values := _bag_params(bag_id, user_id, bags[bag_id].scope, bags[bag_id].polarities, now)) is not None
     ]
     insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
+                f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "
+                "WHERE b.id = u.id",
+                [order, [" ".join(bags[bag_id].texts) for bag_id in order]],
+            )
+
+
+def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str | None = None) -> None:
+    """Recompute the lexemes of bags' live deposits (PostgreSQL; SQLite searches deposits)."""
+    if connection.vendor != "postgresql":
+        return
+    where, params = ("b.id = ANY(%s)", [sorted(set(bag_ids))]) if bag_ids is not None else ("b.user_id LIKE %s", [f"{user_prefix}%"])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE deposits_scopebag b SET live_terms = ("
+            f"  SELECT strip(to_tsvector('{TS_CONFIG}', string_agg(d.content || ' ' || coalesce(d.scope_note, ''), ' ')))"
+            "  FROM deposits_deposit d WHERE d.bag_id = b.id AND d.retracted_at IS NULL"
+            "  AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)"
+            f") WHERE {where}",
+            params,
+        )
 
 
 def bags_recount(bag_ids: Iterable[str]) -> None:
@@ -121,3 +163,4 @@ def bags_recount(bag_ids: Iterable[str]) -> None:
     now = timezone.now()
     for bag_id in ids:
         ScopeBag.objects.filter(id=bag_id).update(**fresh[bag_id], updated_at=now)
+    bag_terms_refresh(bag_ids=ids)

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Case, Exists, IntegerField, OuterRef, Q, QuerySet, Value, When
 
 from beliefs.errors import ApiError
-from deposits.domain.bags import BagStats
+from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.types import DIRECTIONAL, FACETS, isoformat
 from deposits.models import Contradiction, Deposit, ScopeBag
 from deposits.selectors import deposit_records
@@ -96,7 +96,9 @@ def bag_page(
 
 def bag_detail(*, user_id: str, bag_id: str) -> dict[str, Any]:
     """A bag with its non-retracted deposits, newest first, each marked live or superseded."""
-    bag = ScopeBag.objects.filter(user_id=user_id, id=bag_id).first()
+    # Checked before the query: PostgreSQL refuses text holding NUL, which a path may carry.
+    well_formed = BAG_ID_PATTERN.fullmatch(bag_id) is not None
+    bag = ScopeBag.objects.filter(user_id=user_id, id=bag_id).first() if well_formed else None
     if bag is None:
         raise ApiError("not_found", f"no bag {bag_id!r} for user {user_id!r}")
     rows = list(

@@ -93,7 +93,6 @@ class SearchResults:
     is_confident: bool
     bag_count: int
     conflict_bag_count: int
-    total_hits: int
 
     def __iter__(self):
         return iter(self.items)
@@ -103,7 +102,7 @@ class SearchResults:
 
     def explain(self) -> str:
         return explain_results(
-            hit_count=self.total_hits,
+            hit_count=len(self.items),
             bag_count=self.bag_count,
             conflict_bag_count=self.conflict_bag_count,
             is_confident=self.is_confident,
@@ -117,7 +116,6 @@ class SearchResults:
             "is_confident": self.is_confident,
             "bag_count": self.bag_count,
             "conflict_bag_count": self.conflict_bag_count,
-            "total_hits": self.total_hits,
             "explain": self.explain(),
         }
 
@@ -230,7 +228,6 @@ def recall(
         is_confident=totals.confident_bag_count > 0 and totals.conflict_bag_count == 0,
         bag_count=totals.bag_count,
         conflict_bag_count=totals.conflict_bag_count,
-        total_hits=totals.total_hits,
     )
     RecallLog.objects.create(
         user_id=user_id, created_at=now, hit_count=len(items), returned_confident=any(i.is_confident for i in items)

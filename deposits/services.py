@@ -19,12 +19,12 @@ from beliefs.domain.values import BeliefInputError, clean_observed_at
 from beliefs.errors import ApiError
 from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
-from deposits.bagcounts import bags_add_deposits, bags_recount
+from deposits.bagcounts import NewDeposits, bags_add_deposits, bags_recount, search_text
 from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
-from deposits.domain.types import BeliefRef, Scope
+from deposits.domain.types import BeliefRef
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import (
     DepositDraft,
@@ -340,12 +340,14 @@ def _write_batch(user_id: str, pending: Sequence[_Pending], *, channel_name: str
 
 
 def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None, targets: Mapping[str, Deposit], now: datetime) -> None:
-    by_bag: dict[str, tuple[Scope, list[tuple[str, datetime]]]] = {}
+    by_bag: dict[str, NewDeposits] = {}
     rows = []
     for item in items:
         draft, scope = item.draft, item.draft.scope
         bag = compute_bag_id(user_id, scope)
-        by_bag.setdefault(bag, (scope, []))[1].append((draft.polarity, now))
+        new = by_bag.setdefault(bag, NewDeposits(scope))
+        new.polarities.append((draft.polarity, now))
+        new.texts.append(search_text(draft.content, scope.note))
         belief = draft.belief
         rows.append((
             item.deposit_id, user_id, bag, draft.content, draft.polarity, draft.evidence_grade,

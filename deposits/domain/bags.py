@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +12,8 @@ from deposits.domain.types import DIRECTIONAL, Scope
 
 CONFIDENT_AGREEMENT = 0.99
 MAX_CONFLICT_PEERS = 50
+# What bag_id() makes: a client-sent id of any other shape names no bag.
+BAG_ID_PATTERN = re.compile(r"bag_[0-9a-f]{24}")
 
 
 def bag_id(user_id: str, scope: Scope) -> str:

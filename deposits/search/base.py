@@ -29,13 +29,12 @@ class SearchRequest:
 
 @dataclass(frozen=True, slots=True)
 class Aggregates:
-    total_hits: int = 0
     bag_count: int = 0
     conflict_bag_count: int = 0
     confident_bag_count: int = 0
 
 
-def _half_life_case() -> str:
+def half_life_case() -> str:
     arms = " ".join(f"WHEN '{polarity}' THEN {days}" for polarity, days in HALF_LIFE_DAYS.items())
     return f"(CASE d.polarity {arms} END)"
 
@@ -74,7 +73,7 @@ class SearchBackend:
         facet_sql = "".join(f" AND d.scope_{name} = %s" for name in request.facets)
         superseded_sql = "d.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
         live_filter = "" if request.include_superseded else f" AND NOT {superseded_sql}"
-        decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {_half_life_case()})"
+        decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
         sql = f"""
 WITH m AS MATERIALIZED (
     SELECT d.id, d.bag_id, d.polarity, ({self.rank_sql}) * {decay_sql} AS score,
@@ -94,7 +93,7 @@ r AS (
 )
 SELECT 0, r.id, r.bag_id, r.polarity, r.score, r.in_conflict, r.superseded, NULL, NULL FROM r WHERE r.place <= %s
 UNION ALL
-SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM m), count(*)
+SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*)
 FROM b
 UNION ALL
 SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, count(*) FILTER (WHERE b.in_conflict),
@@ -126,7 +125,6 @@ FROM b
                 else:
                     totals[part] = (int(a or 0), int(b or 0))
         aggregates = Aggregates(
-            total_hits=totals[1][0],
             bag_count=totals[1][1],
             conflict_bag_count=totals[2][0],
             confident_bag_count=totals[2][1],

@@ -39,4 +39,9 @@ def claimed(minutes: float, *, base: datetime | None = None) -> str:
 
 
 def verdict_fields(body: dict[str, Any]) -> dict[str, Any]:
-    return {name: body[name] for name in VERDICT_FIELDS}
+    return pick(body, *VERDICT_FIELDS)
+
+
+def pick(body: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The named fields of an answer, to compare several at once."""
+    return {name: body[name] for name in names}

@@ -99,9 +99,8 @@ def test_a_claim_may_be_stamped_at_most_five_minutes_ahead(api, minutes, status)
 
 @pytest.mark.parametrize("field", ["tier", "channel", "ceiling", "reliability"])
 def test_the_body_cannot_name_a_tier_channel_or_trust(api, field):
-    answer = api.post(
-        f"/users/alice/beliefs/{KEY}/observations", {"value": NEW, field: "user_edit" if field in {"tier", "channel"} else 0.99}
-    )
+    claimed_trust = "user_edit" if field in {"tier", "channel"} else 0.99
+    answer = api.post(f"/users/alice/beliefs/{KEY}/observations", {"value": NEW, field: claimed_trust})
     assert answer.status == 422
     assert answer.body["error"]["field"] == field
     assert not BeliefRevision.objects.exists()

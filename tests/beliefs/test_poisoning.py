@@ -7,8 +7,8 @@ from itertools import cycle
 import pytest
 
 from beliefs.models import BeliefRevision, Channel
-from beliefs.services import observation_record
-from tests.beliefs.helpers import KEY, NEW, OLD, claimed, observe, verdict, verdict_fields
+from beliefs.services import beliefs_verify, observation_record
+from tests.beliefs.helpers import KEY, NEW, OLD, claimed, observe, pick, verdict, verdict_fields
 
 NOVEL = [f"{ounces} oz per tbsp" for ounces in (7, 8, 9, 12)]
 FLOOD = 1000
@@ -36,7 +36,8 @@ def test_a_web_flood_of_stale_and_novel_values_changes_no_verdict_field(web, est
         )
     for index in range(THROUGH_API // 2):
         # Some claim to predate the owner's correction: they replay the log, still inert.
-        observe(web, next(values), content_confidence=1.0, taint_tier="user_edit", observed_at=claimed(5 + index))
+        early = claimed(5 + index)
+        observe(web, next(values), content_confidence=1.0, taint_tier="user_edit", observed_at=early)
     for index in range(THROUGH_API - THROUGH_API // 2):
         answer = web.post(
             "/users/alice/deposits",
@@ -50,7 +51,7 @@ def test_a_web_flood_of_stale_and_novel_values_changes_no_verdict_field(web, est
     after = verdict(web)
     assert verdict_fields(after) == verdict_fields(established)
     assert after["distribution"] == {NEW: pytest.approx(0.95), OLD: pytest.approx(0.035)}
-    assert (after["entropy_bits"], after["unknown_mass"]) == (established["entropy_bits"], established["unknown_mass"])
+    assert pick(after, "entropy_bits", "unknown_mass") == pick(established, "entropy_bits", "unknown_mass")
     assert after["effective_count"] == established["effective_count"] == 2
     assert after["observation_count"] == 2 + FLOOD
     # Novel values are kept for audit, and only there.
@@ -59,6 +60,7 @@ def test_a_web_flood_of_stale_and_novel_values_changes_no_verdict_field(web, est
     assert not named & set(NOVEL)
     assert BeliefRevision.objects.filter(channel="web-reader", effective=True).count() == 0
     assert BeliefRevision.objects.filter(channel="web-reader").count() == FLOOD
+    assert beliefs_verify() == []
 
 
 def test_the_owners_correction_supersedes_with_p_at_least_r(api, owner):

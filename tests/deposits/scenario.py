@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,7 +18,9 @@ NARROW = {"model": "gpt-5", "dataset": "evals", "env": "prod"}
 BULK_BATCH = 1000
 
 
-def claim(polarity: str, content: str, scope: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def claim(
+    polarity: str, content: str, scope: Mapping[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
     """A body the gate admits for any polarity and scope: verified evidence with an artifact."""
     return {
         "content": content,
@@ -52,14 +55,16 @@ def put(
         return deposit_add(user_id=user, data=claim(polarity, content, scope, **extra), channel=None).id
 
 
-def put_many(bodies: Sequence[Mapping[str, Any]], *, user: str = "alice", at: datetime | None = None) -> list[str]:
+def put_many(
+    bodies: Sequence[Mapping[str, Any]], *, user: str = "alice", at: datetime | None = None
+) -> list[str]:
     """Bulk writes in batches the API accepts; the ids come back in the order given."""
     ids: list[str] = []
     with clock(at):
         for start in range(0, len(bodies), BULK_BATCH):
             batch = [
-                {**body, "idempotency_key": f"scenario-{start + i}"}
-                for i, body in enumerate(bodies[start : start + BULK_BATCH])
+                {**body, "idempotency_key": f"scenario-{uuid.uuid4()}"}
+                for body in bodies[start : start + BULK_BATCH]
             ]
             result = deposit_add_many(user_id=user, items=batch, channel=None)
             assert not result.failed, result.failed
@@ -68,7 +73,12 @@ def put_many(bodies: Sequence[Mapping[str, Any]], *, user: str = "alice", at: da
 
 
 def correct(
-    ids: Sequence[str], content: str, *, polarity: str = "positive", user: str = "alice", at: datetime | None = None
+    ids: Sequence[str],
+    content: str,
+    *,
+    polarity: str = "positive",
+    user: str = "alice",
+    at: datetime | None = None,
 ) -> str:
     """A contradicting deposit: it supersedes `ids` and lands in the first one's bag."""
     data = {

@@ -26,7 +26,7 @@ from deposits.domain.recall import query_words
 from deposits.models import Deposit
 from deposits.recall import recall
 from deposits.search import search_backend
-from deposits.search.base import _half_life_case
+from deposits.search.base import half_life_case
 from deposits.services import deposit_add_many
 from diagnostics.selectors import health
 
@@ -101,7 +101,7 @@ class Command(BaseCommand):
 
     def _recall(self, owner: str, repeat: int) -> list[dict[str, Any]]:
         backend = search_backend()
-        decay = f"exp(-({backend.age_days_sql}) * ln(2) / {_half_life_case()})"
+        decay = f"exp(-({backend.age_days_sql}) * ln(2) / {half_life_case()})"
         raw_sql = (
             f"SELECT d.id FROM {backend.source_sql} WHERE {backend.match_sql} AND d.user_id = %s "
             f"AND d.retracted_at IS NULL ORDER BY ({backend.rank_sql}) * {decay} DESC LIMIT 10"

@@ -50,11 +50,17 @@ def test_a_hits_peers_are_the_other_directional_polarities_of_its_bag():
     stats = BagStats(positive=4, negative=1, open=1)
     assert peer_polarities(stats, "positive") == ("negative",)
     assert peer_polarities(stats, "negative") == ("positive",)
-    assert peer_polarities(BagStats(positive=1, negative=1, cautionary=1), "cautionary") == ("positive", "negative")
+    assert peer_polarities(BagStats(positive=1, negative=1, cautionary=1), "cautionary") == (
+        "positive",
+        "negative",
+    )
 
 
 def test_an_open_hits_peers_are_the_directional_claims_outside_the_dominant_polarity():
-    assert peer_polarities(BagStats(positive=4, negative=1, cautionary=2, open=1), "open") == ("negative", "cautionary")
+    assert peer_polarities(BagStats(positive=4, negative=1, cautionary=2, open=1), "open") == (
+        "negative",
+        "cautionary",
+    )
     assert peer_polarities(BagStats(positive=2, open=1), "open") == ()
 
 
@@ -62,11 +68,20 @@ def test_an_open_hits_peers_are_the_directional_claims_outside_the_dominant_pola
     ("stats", "sentence"),
     [
         (BagStats(positive=4, negative=1), "Not confident: its bag disagrees (4 positive, 1 negative)."),
-        (BagStats(negative=1, cautionary=2, open=3), "Not confident: its bag disagrees (1 negative, 2 cautionary)."),
+        (
+            BagStats(negative=1, cautionary=2, open=3),
+            "Not confident: its bag disagrees (1 negative, 2 cautionary).",
+        ),
         (BagStats(open=2), "Not confident: its bag holds only open notes, no directional claim."),
-        (BagStats(positive=1, open=2), "Not confident: its bag holds a single directional claim (thin evidence)."),
+        (
+            BagStats(positive=1, open=2),
+            "Not confident: its bag holds a single directional claim (thin evidence).",
+        ),
         (BagStats(positive=2), "Confident: 2 live positive claims agree in its bag and none disagree."),
-        (BagStats(cautionary=3, open=1), "Confident: 3 live cautionary claims agree in its bag and none disagree."),
+        (
+            BagStats(cautionary=3, open=1),
+            "Confident: 3 live cautionary claims agree in its bag and none disagree.",
+        ),
     ],
 )
 def test_a_hit_says_in_one_sentence_why_it_is_or_is_not_confident(stats, sentence):

@@ -20,7 +20,13 @@ from deposits.domain.types import POLARITIES
 
 
 def test_it_reads_a_query_as_distinct_lowercased_words_in_order():
-    assert query_words("Threshold THRESHOLD over-flags in prod") == ["threshold", "over", "flags", "in", "prod"]
+    assert query_words("Threshold THRESHOLD over-flags in prod") == [
+        "threshold",
+        "over",
+        "flags",
+        "in",
+        "prod",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +65,9 @@ def test_a_fresh_claim_keeps_its_whole_weight():
         assert decay(0, polarity) == 1.0
 
 
-@pytest.mark.parametrize(("polarity", "half_life"), [("positive", 14), ("open", 14), ("negative", 90), ("cautionary", 90)])
+@pytest.mark.parametrize(
+    ("polarity", "half_life"), [("positive", 14), ("open", 14), ("negative", 90), ("cautionary", 90)]
+)
 def test_a_claim_loses_half_its_weight_every_half_life(polarity, half_life):
     assert decay(half_life, polarity) == pytest.approx(0.5)
     assert decay(2 * half_life, polarity) == pytest.approx(0.25)
@@ -188,6 +196,6 @@ def test_a_conflict_hit_is_never_left_out_for_a_better_scored_hit_of_its_polarit
 def test_results_explain_themselves_in_one_line(counts, confident, text):
     hits, bags, conflicts = counts
     assert (
-        explain_results(hit_count=hits, bag_count=bags, conflict_bag_count=conflicts, is_confident=confident) == text
+        explain_results(hit_count=hits, bag_count=bags, conflict_bag_count=conflicts, is_confident=confident)
+        == text
     )
-
