@@ -91,9 +91,9 @@ r AS (
            row_number() OVER (PARTITION BY b.in_conflict, m.polarity ORDER BY m.score DESC, m.id) AS place
     FROM m JOIN b ON b.id = m.bag_id
 )
-SELECT 0, r.id, r.bag_id, r.polarity, r.score, r.in_conflict, r.superseded, NULL, NULL FROM r WHERE r.place <= %s
+SELECT 0, r.id, r.bag_id, r.polarity, r.score, r.in_conflict, r.superseded, 0, 0 FROM r WHERE r.place <= %s
 UNION ALL
-SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*)
+SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, count(*)
 FROM b
 UNION ALL
 SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, count(*) FILTER (WHERE b.in_conflict),
