@@ -87,10 +87,15 @@ def database_from_url(url: str) -> dict[str, object]:
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+_SECRET_KEY_FILE = VAR_DIR / "secret-key"
+if not SECRET_KEY and _SECRET_KEY_FILE.is_file():
+    # `make run` keeps its generated key here, so manage.py commands beside it find the same one.
+    SECRET_KEY = _SECRET_KEY_FILE.read_text().strip()
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY, or DEBUG=true for local use"
+            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY (make run writes one to "
+            "var/secret-key), or DEBUG=true for local use"
         )
     SECRET_KEY = "insecure-development-key-do-not-deploy"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
