@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from urllib.parse import parse_qsl
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -18,6 +19,20 @@ class ApiErrorEnvelopeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        field = _field_with_nul(request) if request.path.startswith(API_PREFIX) else None
+        if field is not None:
+            # PostgreSQL cannot store NUL in text; refuse it up front, for every field alike.
+            return JsonResponse(
+                {
+                    "kind": "error",
+                    "error": {
+                        "code": "validation_error",
+                        "message": f"{field} holds a NUL character (\\u0000), which cannot be stored; remove it",
+                        "field": field,
+                    },
+                },
+                status=422,
+            )
         response = self.get_response(request)
         if (
             request.path.startswith(API_PREFIX)
@@ -36,6 +51,35 @@ class ApiErrorEnvelopeMiddleware:
                 envelope["Allow"] = response["Allow"]
             return envelope
         return response
+
+
+def _field_with_nul(request: HttpRequest) -> str | None:
+    """The name of the first request part holding a NUL character, or None."""
+    for key, value in parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True):
+        if "\x00" in key or "\x00" in value:
+            return key.replace("\x00", "") or "query"
+    if request.method not in {"POST", "PUT", "PATCH"}:
+        return None
+    body = request.body
+    if b"\x00" in body:
+        return "body"
+    if b"\\u0000" not in body:
+        return None
+    # The escape may be an escaped backslash followed by "u0000": only the decoded text knows.
+    try:
+        return "body" if _holds_nul(json.loads(body)) else None
+    except ValueError:
+        return None
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def is_envelope(body: bytes) -> bool:

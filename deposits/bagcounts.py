@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
@@ -100,29 +100,62 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> None:
     ]
     insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
-                f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "
-                "WHERE b.id = u.id",
-                [order, [" ".join(bags[bag_id].texts) for bag_id in order]],
-            )
+        texts = [" ".join(bags[bag_id].texts) for bag_id in order]
+        _guarded_terms_update(_ADD_TERMS_SQL, order, [order, texts], lambda i: [[order[i]], [texts[i]]])
+
+
+_ADD_TERMS_SQL = (
+    "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
+    f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "
+    "WHERE b.id = u.id AND NOT b.terms_overflow"
+)
+_REFRESH_TERMS_SQL = (
+    "UPDATE deposits_scopebag b SET terms_overflow = false, live_terms = ("
+    f"  SELECT strip(to_tsvector('{TS_CONFIG}', string_agg(d.content || ' ' || coalesce(d.scope_note, ''), ' ')))"
+    "  FROM deposits_deposit d WHERE d.bag_id = b.id AND d.retracted_at IS NULL"
+    "  AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)"
+    ") WHERE {where}"
+)
+# PostgreSQL's SQLSTATE for "string is too long for tsvector" (a tsvector holds at most 1 MB).
+PROGRAM_LIMIT_EXCEEDED = "54000"
+
+
+def _guarded_terms_update(sql: str, bag_ids: list[str], params: list[object], one: Callable[[int], list[object]]) -> None:
+    """Run a lexeme update; a bag whose lexemes would outgrow a tsvector is marked instead.
+
+    Such a bag is rare (thousands of deposits of distinct words) and still found: recall
+    falls back to its deposits' own index for it.
+    """
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        return
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != PROGRAM_LIMIT_EXCEEDED:
+            raise
+    for index, bag_id in enumerate(bag_ids):
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(sql, one(index))
+        except OperationalError as error:
+            if getattr(error.__cause__, "sqlstate", None) != PROGRAM_LIMIT_EXCEEDED:
+                raise
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE deposits_scopebag SET live_terms = NULL, terms_overflow = true WHERE id = %s", [bag_id]
+                )
 
 
 def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str | None = None) -> None:
     """Recompute the lexemes of bags' live deposits (PostgreSQL; SQLite searches deposits)."""
     if connection.vendor != "postgresql":
         return
-    where, params = ("b.id = ANY(%s)", [sorted(set(bag_ids))]) if bag_ids is not None else ("b.user_id LIKE %s", [f"{user_prefix}%"])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE deposits_scopebag b SET live_terms = ("
-            f"  SELECT strip(to_tsvector('{TS_CONFIG}', string_agg(d.content || ' ' || coalesce(d.scope_note, ''), ' ')))"
-            "  FROM deposits_deposit d WHERE d.bag_id = b.id AND d.retracted_at IS NULL"
-            "  AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)"
-            f") WHERE {where}",
-            params,
-        )
+    if bag_ids is not None:
+        ids = sorted(set(bag_ids))
+    else:
+        ids = list(ScopeBag.objects.filter(user_id__startswith=user_prefix or "").values_list("id", flat=True))
+    sql = _REFRESH_TERMS_SQL.format(where="b.id = ANY(%s)")
+    _guarded_terms_update(sql, ids, [ids], lambda i: [[ids[i]]])
 
 
 def bags_recount(bag_ids: Iterable[str]) -> None:

@@ -41,7 +41,8 @@ class PostgresBackend(SearchBackend):
     match_sql = f"d.search_vector @@ to_tsquery('{TS_CONFIG}', %s)"
     rank_sql = f"ts_rank(d.search_vector, to_tsquery('{TS_CONFIG}', %s))"
     # date_part gives a float; extract() gives numeric, whose arithmetic is several times slower.
-    age_days_sql = "date_part('epoch', %s - d.created_at) / 86400.0"
+    # A row stamped after `now` (clock skew between writers) counts as brand new, as decay() says.
+    age_days_sql = "greatest(date_part('epoch', %s - d.created_at) / 86400.0, 0)"
 
     def rank_params(self, query: str) -> list[object]:
         return [query]
@@ -68,10 +69,19 @@ SELECT count(*),
        count(*) FILTER (WHERE NOT ({IN_CONFLICT_SQL}) AND {DIRECTIONAL_SQL} >= 2),
        coalesce(array_agg(bag.id) FILTER (WHERE {IN_CONFLICT_SQL}), '{{}}')
 FROM deposits_scopebag bag
-WHERE bag.user_id = %s AND bag.live_terms @@ to_tsquery('{TS_CONFIG}', %s){facets}
+WHERE bag.user_id = %s{facets} AND (
+    bag.live_terms @@ to_tsquery('{TS_CONFIG}', %s)
+    -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
+    OR (bag.terms_overflow AND EXISTS (
+        SELECT 1 FROM deposits_deposit d
+        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.retracted_at IS NULL
+          AND d.search_vector @@ to_tsquery('{TS_CONFIG}', %s)
+          AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)
+    ))
+)
 """
         with connection.cursor() as cursor:
-            cursor.execute(sql, [request.user_id, query, *request.facets.values()])
+            cursor.execute(sql, [request.user_id, *request.facets.values(), query, query])
             bags, conflicts, confident, conflict_ids = cursor.fetchone()
         return Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident), list(conflict_ids)
 

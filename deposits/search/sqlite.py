@@ -10,7 +10,8 @@ class SqliteBackend(SearchBackend):
     match_sql = "deposits_fts MATCH %s"
     # bm25() is lower-is-better and needs no query argument; negate it to a rank.
     rank_sql = "-bm25(deposits_fts)"
-    age_days_sql = "julianday(%s) - julianday(d.created_at)"
+    # A row stamped after `now` (clock skew between writers) counts as brand new, as decay() says.
+    age_days_sql = "max(julianday(%s) - julianday(d.created_at), 0)"
 
     def text_query(self, words: list[str]) -> str:
         # Each word quoted: FTS5 then reads it as a term, never as an operator (NOT, OR, NEAR).
