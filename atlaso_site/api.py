@@ -81,7 +81,9 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
     elif first.get("type") == "missing":
         error = ApiError("validation_error", f"{field} is required", field=field)
     elif first.get("type") == "extra_forbidden":
-        error = ApiError("validation_error", f"{field} is not a field of this request; check its spelling", field=field)
+        error = ApiError(
+            "validation_error", f"{field} is not a field of this request; check its spelling", field=field
+        )
     else:
         error = ApiError("validation_error", f"{field}: {first.get('msg', 'invalid value')}", field=field)
     return render(request, error)
@@ -91,7 +93,9 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     return render(
         request,
-        ApiError("unauthorized", "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"),
+        ApiError(
+            "unauthorized", "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"
+        ),
     )
 
 

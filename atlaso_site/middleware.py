@@ -39,7 +39,9 @@ class ApiErrorEnvelopeMiddleware:
             and response.status_code >= 400
             and not response.get("Content-Type", "").startswith("application/json")
         ):
-            code = _CODES.get(response.status_code, "validation_error" if response.status_code < 500 else "internal_error")
+            code = _CODES.get(
+                response.status_code, "validation_error" if response.status_code < 500 else "internal_error"
+            )
             message = {
                 404: f"no API endpoint at {request.path}; see /api/v1/docs",
                 405: f"{request.method} is not allowed on {request.path}; see /api/v1/docs",

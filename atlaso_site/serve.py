@@ -32,7 +32,10 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
-    processes = {name: subprocess.Popen(cmd, env=os.environ.copy()) for name, cmd in commands(args.host, args.port).items()}
+    processes = {
+        name: subprocess.Popen(cmd, env=os.environ.copy())
+        for name, cmd in commands(args.host, args.port).items()
+    }
     print(f"\nAtlaso is starting: open http://{args.host}:{args.port}/ "
           f"(API docs at http://{args.host}:{args.port}/api/v1/docs). Ctrl-C stops everything.\n", flush=True)  # fmt: skip
 

@@ -69,7 +69,9 @@ def database_from_url(url: str) -> dict[str, object]:
         )
     name = unquote(parts.path.lstrip("/"))
     if not name:
-        raise ImproperlyConfigured("DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1/atlaso")
+        raise ImproperlyConfigured(
+            "DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1/atlaso"
+        )
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
@@ -217,9 +219,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 }
 
 # Beliefs (see ../shared/spec/beliefs.md).
-BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float(
-    "BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0
-)
+BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float("BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0)
 BELIEF_HEDGE_FLOOR = env_bool("BELIEF_HEDGE_FLOOR", True)
 BELIEF_VOLATILITY = env_float("BELIEF_VOLATILITY", 1.0, low=0.01, high=1.0)
 BELIEF_DECAY_HALF_LIFE_DAYS = env_float("BELIEF_DECAY_HALF_LIFE_DAYS", 0.0, low=0.0, high=36500.0)

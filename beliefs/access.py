@@ -33,11 +33,7 @@ class ApiKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         if not token or len(token) > 200:
             return None
-        key = (
-            ApiKey.objects.select_related("channel__tier")
-            .filter(secret_hash=hash_secret(token))
-            .first()
-        )
+        key = ApiKey.objects.select_related("channel__tier").filter(secret_hash=hash_secret(token)).first()
         if key is None or key.is_revoked:
             return None
         now = timezone.now()

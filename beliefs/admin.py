@@ -16,6 +16,14 @@ class ChannelAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("name", "display_prefix", "channel", "permissions", "user_prefix", "last_used_at", "revoked_at")
+    list_display = (
+        "name",
+        "display_prefix",
+        "channel",
+        "permissions",
+        "user_prefix",
+        "last_used_at",
+        "revoked_at",
+    )
     readonly_fields = ("secret_hash", "display_prefix", "created_at", "last_used_at")
     list_select_related = ("channel",)

@@ -163,7 +163,12 @@ def post_observation(request: HttpRequest, user_id: str, key: str, payload: Obse
 def list_beliefs(request: HttpRequest, user_id: str, query: Query[BeliefPageQuery]):
     """An owner's beliefs; `uncertain=true` lists those the memory should ask about, not assert."""
     require(request, "read", user_id)
-    return Status(200, selectors.belief_page(user_id=user_id, uncertain=query.uncertain, limit=query.limit, offset=query.offset))
+    return Status(
+        200,
+        selectors.belief_page(
+            user_id=user_id, uncertain=query.uncertain, limit=query.limit, offset=query.offset
+        ),
+    )
 
 
 @router.get("/users/{user_id}/beliefs/{key}", response=with_errors(404, **{"200": VerdictOut}))
@@ -177,7 +182,9 @@ def get_belief(request: HttpRequest, user_id: str, key: str):
 def list_revisions(request: HttpRequest, user_id: str, key: str, query: Query[PageQuery]):
     """The key's revision log in the order it is folded (claim time, then arrival)."""
     require(request, "read", user_id)
-    return Status(200, selectors.revision_page(user_id=user_id, key=key, limit=query.limit, offset=query.offset))
+    return Status(
+        200, selectors.revision_page(user_id=user_id, key=key, limit=query.limit, offset=query.offset)
+    )
 
 
 @router.get("/tiers", response=with_errors(**{"200": TierListOut}))
@@ -208,7 +215,9 @@ def post_channel(request: HttpRequest, payload: ChannelIn):
     require(request, "admin")
     existed = Channel.objects.filter(name=payload.name).exists()
     try:
-        channel, job = services.channel_bind(name=payload.name, tier_name=payload.tier, description=payload.description)
+        channel, job = services.channel_bind(
+            name=payload.name, tier_name=payload.tier, description=payload.description
+        )
     except services.ProvenanceError as error:
         raise ApiError("validation_error", str(error), field="tier") from error
     body = {"kind": "channel", "name": channel.name, "tier": channel.tier.name, "rebuild": _rebuild(job)}

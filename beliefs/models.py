@@ -107,7 +107,9 @@ class BeliefRevision(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["user_id", "belief_key", "observed_at", "id"], name="revision_user_key_claim"),
+            models.Index(
+                fields=["user_id", "belief_key", "observed_at", "id"], name="revision_user_key_claim"
+            ),
             models.Index(fields=["user_id", "deposit_id"], name="revision_user_deposit"),
             models.Index(fields=["channel", "user_id", "belief_key"], name="revision_channel_key"),
         ]
@@ -121,7 +123,9 @@ class WithdrawnDeposit(models.Model):
     withdrawn_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user_id", "deposit_id"], name="withdrawn_user_deposit")]
+        constraints = [
+            models.UniqueConstraint(fields=["user_id", "deposit_id"], name="withdrawn_user_deposit")
+        ]
 
 
 class Belief(models.Model):

@@ -33,7 +33,9 @@ def verdicts_for(*, user_id: str, keys: Iterable[str], now: datetime | None = No
     return {row.key: _verdict(row, now) for row in Belief.objects.filter(user_id=user_id, key__in=set(keys))}
 
 
-def belief_page(*, user_id: str, uncertain: bool | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def belief_page(
+    *, user_id: str, uncertain: bool | None = None, limit: int = 50, offset: int = 0
+) -> dict[str, Any]:
     rows = Belief.objects.filter(user_id=user_id)
     if uncertain is not None:
         rows = rows.filter(is_uncertain=uncertain)

@@ -162,7 +162,17 @@ def _store(row: Belief, state: BeliefState, *, now: datetime) -> Verdict:
     row.is_uncertain = verdict.is_uncertain
     row.observation_count = state.observation_count
     row.updated_at = now
-    row.save(update_fields=["state", "fact", "probability", "is_uncertain", "observation_count", "last_observed_at", "updated_at"])
+    row.save(
+        update_fields=[
+            "state",
+            "fact",
+            "probability",
+            "is_uncertain",
+            "observation_count",
+            "last_observed_at",
+            "updated_at",
+        ]
+    )
     return verdict
 
 
@@ -181,7 +191,9 @@ def replay_observations(user_id: str, key: str) -> list[Observation]:
             observed_at=revision.observed_at,
             # A channel that no longer exists keeps the ceiling it had when it spoke.
             ceiling=channels.get(revision.channel, revision.ceiling),
-            taint_ceiling=None if revision.taint_tier is None else tiers.get(revision.taint_tier, tiers.get(DEFAULT_CHANNEL_TIER)),
+            taint_ceiling=None
+            if revision.taint_tier is None
+            else tiers.get(revision.taint_tier, tiers.get(DEFAULT_CHANNEL_TIER)),
             content_confidence=revision.content_confidence,
             sequence=revision.id,
         )
@@ -222,7 +234,9 @@ def observation_record(
     tiers = tier_ceilings()
     taint_ceiling = _taint_ceiling(taint_tier, tiers)
     if source_id is not None and len(source_id) > MAX_SOURCE_ID:
-        raise BeliefInputError("source_id", f"source_id is {len(source_id)} characters; the limit is {MAX_SOURCE_ID}")
+        raise BeliefInputError(
+            "source_id", f"source_id is {len(source_id)} characters; the limit is {MAX_SOURCE_ID}"
+        )
     ceiling = channel.tier.ceiling
     knobs = rule_settings()
     with transaction.atomic():
@@ -287,7 +301,9 @@ def belief_rebuild(*, user_id: str, key: str, now: datetime | None = None) -> bo
 
 def _keys_of_deposit(user_id: str, deposit_id: str) -> list[str]:
     return list(
-        BeliefRevision.objects.filter(user_id=user_id, deposit_id=deposit_id).values_list("belief_key", flat=True).distinct()
+        BeliefRevision.objects.filter(user_id=user_id, deposit_id=deposit_id)
+        .values_list("belief_key", flat=True)
+        .distinct()
     )
 
 
@@ -296,7 +312,9 @@ def observations_withdraw(*, user_id: str, deposit_id: str) -> None:
     keys = _keys_of_deposit(user_id, deposit_id)
     if not keys:
         return
-    WithdrawnDeposit.objects.get_or_create(user_id=user_id, deposit_id=deposit_id, defaults={"withdrawn_at": timezone.now()})
+    WithdrawnDeposit.objects.get_or_create(
+        user_id=user_id, deposit_id=deposit_id, defaults={"withdrawn_at": timezone.now()}
+    )
     for key in keys:
         belief_rebuild(user_id=user_id, key=key)
 
@@ -323,7 +341,9 @@ def rebuild_schedule(*, reason: str, channels: Iterable[str] | None) -> RebuildJ
     from beliefs.tasks import rebuild_beliefs
 
     names = None if channels is None else sorted(channels)
-    job = RebuildJob.objects.create(reason=reason, channels=names if names is not None else ["*"], total=len(affected_keys(names)))
+    job = RebuildJob.objects.create(
+        reason=reason, channels=names if names is not None else ["*"], total=len(affected_keys(names))
+    )
     transaction.on_commit(lambda: rebuild_beliefs.delay(job.pk))
     return job
 
@@ -347,7 +367,9 @@ def rebuild_run(*, job_id: int) -> RebuildJob:
                 RebuildJob.objects.filter(pk=job.pk).update(done=done, changed=changed)
         RebuildJob.objects.filter(pk=job.pk).update(status=RebuildJob.DONE, finished_at=timezone.now())
     except Exception as error:
-        RebuildJob.objects.filter(pk=job.pk).update(status=RebuildJob.FAILED, error=str(error)[:2000], finished_at=timezone.now())
+        RebuildJob.objects.filter(pk=job.pk).update(
+            status=RebuildJob.FAILED, error=str(error)[:2000], finished_at=timezone.now()
+        )
         raise
     job.refresh_from_db()
     return job
@@ -365,7 +387,9 @@ def beliefs_verify() -> list[tuple[str, str]]:
     return differing
 
 
-def tier_update(*, name: str, ceiling: float | None = None, description: str | None = None) -> tuple[ProvenanceTier, RebuildJob | None]:
+def tier_update(
+    *, name: str, ceiling: float | None = None, description: str | None = None
+) -> tuple[ProvenanceTier, RebuildJob | None]:
     """Change a tier; a new ceiling rebuilds every belief its channels touched or that cites it as taint."""
     tier = ProvenanceTier.objects.filter(name=name).first()
     if tier is None:
@@ -390,7 +414,9 @@ def tier_update(*, name: str, ceiling: float | None = None, description: str | N
     return tier, job
 
 
-def channel_bind(*, name: str, tier_name: str, description: str | None = None) -> tuple[Channel, RebuildJob | None]:
+def channel_bind(
+    *, name: str, tier_name: str, description: str | None = None
+) -> tuple[Channel, RebuildJob | None]:
     """Create a channel on a tier, or rebind an existing one (which schedules a rebuild)."""
     tier = ProvenanceTier.objects.filter(name=tier_name).first()
     if tier is None:
@@ -429,7 +455,9 @@ def _tier_behind(user_id: str, key: str, value: str) -> str | None:
     return Channel.objects.filter(name=channel).values_list("tier__name", flat=True).first() or tier_then
 
 
-def belief_confirm(*, user_id: str, key: str, value: str, now: datetime | None = None) -> tuple[RecordedObservation, CalibrationOutcome]:
+def belief_confirm(
+    *, user_id: str, key: str, value: str, now: datetime | None = None
+) -> tuple[RecordedObservation, CalibrationOutcome]:
     """A reviewer confirms the true value: a trusted human_review observation, and an outcome.
 
     The outcome keeps the verdict just before, so calibration scores what the memory said

@@ -39,7 +39,9 @@ def _key(body_key: str | None, header_key: str | None) -> str | None:
     return body_key or header_key
 
 
-@router.post("/users/{user_id}/deposits", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut}))
+@router.post(
+    "/users/{user_id}/deposits", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut})
+)
 def add_deposit(
     request: HttpRequest,
     user_id: str,
@@ -50,7 +52,10 @@ def add_deposit(
     require(request, "write", user_id)
     data = payload.model_dump(exclude={"idempotency_key"})
     result = services.deposit_add(
-        user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
+        user_id=user_id,
+        data=data,
+        channel=_channel(request),
+        idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )
     return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
 
@@ -66,7 +71,9 @@ def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
     return Status(200, result.to_dict())
 
 
-@router.post("/users/{user_id}/contradict", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut}))
+@router.post(
+    "/users/{user_id}/contradict", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut})
+)
 def contradict(
     request: HttpRequest,
     user_id: str,
@@ -77,7 +84,10 @@ def contradict(
     require(request, "write", user_id)
     data = payload.model_dump(exclude={"idempotency_key"}, exclude_unset=True)
     result = services.deposit_contradict(
-        user_id=user_id, data=data, channel=_channel(request), idempotency_key=_key(payload.idempotency_key, idempotency_key)
+        user_id=user_id,
+        data=data,
+        channel=_channel(request),
+        idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )
     return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
 
@@ -126,9 +136,13 @@ class RetractQuery(Schema):
     reason: str | None = Field(None, max_length=2000)
 
 
-@router.delete("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": RetractResultOut}))
+@router.delete(
+    "/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": RetractResultOut})
+)
 def retract_deposit(request: HttpRequest, user_id: str, deposit_id: str, query: Query[RetractQuery]):
     """Soft-retract (default) or erase (mode=hard, needs the erase permission) a deposit."""
     require(request, "erase" if query.mode == "hard" else "write", user_id)
-    result = services.deposit_retract(user_id=user_id, deposit_id=deposit_id, mode=query.mode, reason=query.reason)
+    result = services.deposit_retract(
+        user_id=user_id, deposit_id=deposit_id, mode=query.mode, reason=query.reason
+    )
     return Status(200, result.to_dict())

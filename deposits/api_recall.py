@@ -155,7 +155,11 @@ def list_bags(request: HttpRequest, user_id: str, query: Query[BagQuery]):
     """An owner's scope bags with live statistics; `conflict=true` lists only disagreeing ones."""
     require(request, "read", user_id)
     page = bags.bag_page(
-        user_id=user_id, conflict=query.conflict, facets=query.facets(), limit=query.limit, offset=query.offset
+        user_id=user_id,
+        conflict=query.conflict,
+        facets=query.facets(),
+        limit=query.limit,
+        offset=query.offset,
     )
     return Status(200, page.to_dict())
 

@@ -50,7 +50,9 @@ ON CONFLICT (id) DO UPDATE SET
 """
 
 
-def _bag_params(bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tuple[str, datetime]], now: datetime) -> list[object] | None:
+def _bag_params(
+    bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tuple[str, datetime]], now: datetime
+) -> list[object] | None:
     counts = {p: 0 for p in (*DIRECTIONAL, "open")}
     newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
     last: datetime | None = None
@@ -96,7 +98,8 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> None:
     rows = [
         values
         for bag_id in order
-        if (values := _bag_params(bag_id, user_id, bags[bag_id].scope, bags[bag_id].polarities, now)) is not None
+        if (values := _bag_params(bag_id, user_id, bags[bag_id].scope, bags[bag_id].polarities, now))
+        is not None
     ]
     insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
     if connection.vendor == "postgresql":
@@ -120,7 +123,9 @@ _REFRESH_TERMS_SQL = (
 PROGRAM_LIMIT_EXCEEDED = "54000"
 
 
-def _guarded_terms_update(sql: str, bag_ids: list[str], params: list[object], one: Callable[[int], list[object]]) -> None:
+def _guarded_terms_update(
+    sql: str, bag_ids: list[str], params: list[object], one: Callable[[int], list[object]]
+) -> None:
     """Run a lexeme update; a bag whose lexemes would outgrow a tsvector is marked instead.
 
     Such a bag is rare (thousands of deposits of distinct words) and still found: recall
@@ -142,7 +147,8 @@ def _guarded_terms_update(sql: str, bag_ids: list[str], params: list[object], on
                 raise
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "UPDATE deposits_scopebag SET live_terms = NULL, terms_overflow = true WHERE id = %s", [bag_id]
+                    "UPDATE deposits_scopebag SET live_terms = NULL, terms_overflow = true WHERE id = %s",
+                    [bag_id],
                 )
 
 
@@ -153,7 +159,9 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
     if bag_ids is not None:
         ids = sorted(set(bag_ids))
     else:
-        ids = list(ScopeBag.objects.filter(user_id__startswith=user_prefix or "").values_list("id", flat=True))
+        ids = list(
+            ScopeBag.objects.filter(user_id__startswith=user_prefix or "").values_list("id", flat=True)
+        )
     sql = _REFRESH_TERMS_SQL.format(where="b.id = ANY(%s)")
     _guarded_terms_update(sql, ids, [ids], lambda i: [[ids[i]]])
 

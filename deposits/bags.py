@@ -79,7 +79,12 @@ class BagPage:
 
 
 def bag_page(
-    *, user_id: str, conflict: bool | None = None, facets: Mapping[str, Any] | None = None, limit: int = 50, offset: int = 0
+    *,
+    user_id: str,
+    conflict: bool | None = None,
+    facets: Mapping[str, Any] | None = None,
+    limit: int = 50,
+    offset: int = 0,
 ) -> BagPage:
     """An owner's bags holding live deposits, most recently changed first."""
     bags = with_conflict(ScopeBag.objects.filter(user_id=user_id)).filter(

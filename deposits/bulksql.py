@@ -29,7 +29,9 @@ def _prepare(value: object, pg_type: str) -> object:
     return value
 
 
-def insert_rows(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], suffix: str = "") -> list[tuple]:
+def insert_rows(
+    table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], suffix: str = ""
+) -> list[tuple]:
     """INSERT `rows` (values in `columns` order; each column is (name, PostgreSQL type)).
 
     `suffix` (ON CONFLICT …, RETURNING …) is appended; returned rows come back when it

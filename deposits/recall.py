@@ -120,16 +120,26 @@ class SearchResults:
         }
 
 
-def _peers(user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, BagStats]) -> dict[str, tuple[str, ...]]:
+def _peers(
+    user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, BagStats]
+) -> dict[str, tuple[str, ...]]:
     """Conflict peers per hit id: live opposing deposits of its bag, newest first, at most 50."""
     conflict_bags = {bag for _, bag, _ in hits if stats[bag].has_disagreement}
     if not conflict_bags:
         return {}
     superseded = Contradiction.objects.filter(user_id=user_id).values("old_deposit_id")
     rows = (
-        Deposit.objects.filter(user_id=user_id, bag_id__in=conflict_bags, retracted_at__isnull=True, polarity__in=DIRECTIONAL)
+        Deposit.objects.filter(
+            user_id=user_id, bag_id__in=conflict_bags, retracted_at__isnull=True, polarity__in=DIRECTIONAL
+        )
         .exclude(id__in=superseded)
-        .annotate(place=Window(RowNumber(), partition_by=[F("bag_id"), F("polarity")], order_by=[F("created_at").desc(), F("id").desc()]))
+        .annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("bag_id"), F("polarity")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
         .filter(place__lte=MAX_CONFLICT_PEERS)
         .values_list("id", "bag_id", "polarity", "created_at")
     )
@@ -141,12 +151,16 @@ def _peers(user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, B
         if bag not in conflict_bags:
             continue
         wanted = set(peer_polarities(stats[bag], polarity))
-        newest_first = sorted((row for row in by_bag[bag] if row[2] in wanted and row[1] != hit_id), reverse=True)
+        newest_first = sorted(
+            (row for row in by_bag[bag] if row[2] in wanted and row[1] != hit_id), reverse=True
+        )
         peers[hit_id] = tuple(deposit_id for _, deposit_id, _ in newest_first[:MAX_CONFLICT_PEERS])
     return peers
 
 
-def _belief_blocks(user_id: str, records: Iterable[DepositRecord], now: datetime) -> dict[str, dict[str, Any]]:
+def _belief_blocks(
+    user_id: str, records: Iterable[DepositRecord], now: datetime
+) -> dict[str, dict[str, Any]]:
     """For hits that carry a belief: its verdict, and the probability of the hit's own value."""
     carrying = [r for r in records if r.belief is not None]
     if not carrying:
@@ -197,10 +211,19 @@ def recall(
         raise ApiError("validation_error", error.message, field=error.field) from error
     now = now or timezone.now()
     candidates, totals, superseded = search_backend().search(
-        SearchRequest(user_id=user_id, words=words, now=now, per_class=limit, facets=given, include_superseded=include_superseded)
+        SearchRequest(
+            user_id=user_id,
+            words=words,
+            now=now,
+            per_class=limit,
+            facets=given,
+            include_superseded=include_superseded,
+        )
     )
     chosen = slice_hits(candidates, limit)
-    rows = {str(row.pk): row for row in Deposit.objects.filter(user_id=user_id, id__in=[c.id for c in chosen])}
+    rows = {
+        str(row.pk): row for row in Deposit.objects.filter(user_id=user_id, id__in=[c.id for c in chosen])
+    }
     records = {record.id: record for record in deposit_records(list(rows.values()))}
     stats = bag_stats({c.bag_id for c in chosen})
     peers = _peers(user_id, [(c.id, c.bag_id, c.polarity) for c in chosen], stats)
@@ -230,7 +253,10 @@ def recall(
         conflict_bag_count=totals.conflict_bag_count,
     )
     RecallLog.objects.create(
-        user_id=user_id, created_at=now, hit_count=len(items), returned_confident=any(i.is_confident for i in items)
+        user_id=user_id,
+        created_at=now,
+        hit_count=len(items),
+        returned_confident=any(i.is_confident for i in items),
     )
     return results
 

@@ -42,7 +42,9 @@ def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[u
     return outgoing, incoming
 
 
-def record_from_row(row: Deposit, *, contradicts: Iterable[str] = (), extra: dict[str, Any] | None = None) -> DepositRecord:
+def record_from_row(
+    row: Deposit, *, contradicts: Iterable[str] = (), extra: dict[str, Any] | None = None
+) -> DepositRecord:
     return DepositRecord(
         id=str(row.pk),
         content=row.content,
@@ -128,7 +130,9 @@ class DepositPage:
         }
 
 
-def deposit_page(*, user_id: str, limit: int = 50, offset: int = 0, include_retracted: bool = False) -> DepositPage:
+def deposit_page(
+    *, user_id: str, limit: int = 50, offset: int = 0, include_retracted: bool = False
+) -> DepositPage:
     """The owner's deposits, newest first; a user_id no deposit could have is a 422, not an empty page."""
     try:
         validate_user_id(user_id)

@@ -183,7 +183,9 @@ def _gate(draft: DepositDraft) -> ApiError | None:
     decision = gate.judge(draft)
     if decision.accepted:
         return None
-    return ApiError("gate_rejected", f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason)
+    return ApiError(
+        "gate_rejected", f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason
+    )
 
 
 def _lock_targets(user_id: str, pending: Sequence[_Pending]) -> dict[str, Deposit]:
@@ -197,7 +199,17 @@ def _lock_targets(user_id: str, pending: Sequence[_Pending]) -> dict[str, Deposi
         return {}
     rows = (
         Deposit.objects.filter(user_id=user_id, id__in=wanted)
-        .only("id", "bag_id", "scope_model", "scope_dataset", "scope_env", "scope_version", "scope_n", "scope_seed", "scope_note")
+        .only(
+            "id",
+            "bag_id",
+            "scope_model",
+            "scope_dataset",
+            "scope_env",
+            "scope_version",
+            "scope_n",
+            "scope_seed",
+            "scope_note",
+        )
         .select_for_update(no_key=True)
         .order_by("pk")
     )
@@ -264,7 +276,10 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     if not taken:
         return
     existing = {
-        entry.key: entry for entry in IdempotencyEntry.objects.filter(user_id=user_id, key__in=taken, created_at__gt=now - WINDOW)
+        entry.key: entry
+        for entry in IdempotencyEntry.objects.filter(
+            user_id=user_id, key__in=taken, created_at__gt=now - WINDOW
+        )
     }
     for key in taken:
         item, entry = owners[key], existing.get(key)
@@ -298,14 +313,17 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
                 raise BeliefInputError("belief", "a belief needs the writer's channel; this write has none")
             if claim.taint_tier is not None and claim.taint_tier not in tiers:
                 raise BeliefInputError(
-                    "taint_tier", f"there is no tier {claim.taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}"
+                    "taint_tier",
+                    f"there is no tier {claim.taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}",
                 )
             clean_observed_at(claim.observed_at or now, now=now)
         except BeliefInputError as error:
             item.fail(ApiError("validation_error", error.message, field=f"belief.{error.field}"))
 
 
-def _write_batch(user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime) -> None:
+def _write_batch(
+    user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime
+) -> None:
     """The one write path: targets, keys, deposits, bag counts, edges and beliefs, batched.
 
     Runs inside the caller's transaction; each item ends with an outcome. Items that fail
@@ -339,7 +357,14 @@ def _write_batch(user_id: str, pending: Sequence[_Pending], *, channel_name: str
             item.outcome = ("replay", leader[1]) if leader and leader[0] != "failed" else leader
 
 
-def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None, targets: Mapping[str, Deposit], now: datetime) -> None:
+def _insert(
+    user_id: str,
+    items: Sequence[_Pending],
+    *,
+    channel_name: str | None,
+    targets: Mapping[str, Deposit],
+    now: datetime,
+) -> None:
     by_bag: dict[str, NewDeposits] = {}
     rows = []
     for item in items:
@@ -359,7 +384,13 @@ def _insert(user_id: str, items: Sequence[_Pending], *, channel_name: str | None
     bags_add_deposits(user_id=user_id, bags=by_bag)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     edges = [
-        Contradiction(user_id=user_id, new_deposit_id=item.deposit_id, old_deposit=targets[str(_as_uuid(raw))], reason=item.reason, created_at=now)
+        Contradiction(
+            user_id=user_id,
+            new_deposit_id=item.deposit_id,
+            old_deposit=targets[str(_as_uuid(raw))],
+            reason=item.reason,
+            created_at=now,
+        )
         for item in items
         for raw in dict.fromkeys(item.draft.contradicts)
     ]
@@ -392,10 +423,14 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
         status, value = item.outcome
         if status == "failed":
             raise value
-    return AddResult(deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=status == "replay")
+    return AddResult(
+        deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=status == "replay"
+    )
 
 
-def deposit_add(*, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None) -> AddResult:
+def deposit_add(
+    *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
+) -> AddResult:
     """Add one deposit (through the gate); with a key, a retry within 24 h is a replay."""
     try:
         draft = validate_deposit(user_id, data)
@@ -404,7 +439,9 @@ def deposit_add(*, user_id: str, data: Mapping[str, Any], channel: str | None, i
     return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason="")
 
 
-def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None) -> AddResult:
+def deposit_contradict(
+    *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
+) -> AddResult:
     """Write a correction that supersedes the listed deposits; scope defaults to the first one's."""
     try:
         validate_user_id(user_id)
@@ -436,7 +473,9 @@ def deposit_contradict(*, user_id: str, data: Mapping[str, Any], channel: str | 
     return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
 
 
-def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None) -> AddManyResult:
+def deposit_add_many(
+    *, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None
+) -> AddManyResult:
     """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing.
 
     Validation and the gate run first, in Python; the accepted items are then written in one
@@ -506,7 +545,9 @@ def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gat
     # What was just written is known without reading it back; replays are read.
     committed = tuple(_record_of(p, channel=channel, now=now) for p in written if p.outcome[0] == "committed")
     replayed = [p.outcome[1] for p in written if p.outcome[0] == "replay"]
-    records = {r.id: r for r in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=replayed)))}
+    records = {
+        r.id: r for r in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=replayed)))
+    }
     duplicates = tuple(records[str(i)] for i in replayed if str(i) in records)
     return AddManyResult(
         committed=committed,
@@ -516,7 +557,9 @@ def deposit_add_many(*, user_id: str, items: Sequence[Mapping[str, Any]], on_gat
     )
 
 
-def deposit_retract(*, user_id: str, deposit_id: str, mode: str = "soft", reason: str | None = None) -> RetractResult:
+def deposit_retract(
+    *, user_id: str, deposit_id: str, mode: str = "soft", reason: str | None = None
+) -> RetractResult:
     """Soft: mark retracted and keep every edge. Hard: erase the row, its index entry and edges."""
     try:
         validate_user_id(user_id)
@@ -525,20 +568,30 @@ def deposit_retract(*, user_id: str, deposit_id: str, mode: str = "soft", reason
         raise as_api_error(error) from error
     target = _as_uuid(deposit_id)
     with transaction.atomic():
-        row = Deposit.objects.select_for_update().filter(user_id=user_id, id=target).first() if target else None
+        row = (
+            Deposit.objects.select_for_update().filter(user_id=user_id, id=target).first() if target else None
+        )
         if row is None:
             raise ApiError("not_found", f"no deposit {deposit_id!r} for user {user_id!r}")
         if mode == "soft":
             if row.retracted_at is None:
-                Deposit.objects.filter(pk=row.pk).update(retracted_at=timezone.now(), retracted_reason=reason or "")
+                Deposit.objects.filter(pk=row.pk).update(
+                    retracted_at=timezone.now(), retracted_reason=reason or ""
+                )
                 bags_recount([row.bag_id])
                 observations_withdraw(user_id=user_id, deposit_id=str(row.pk))
             preserved = tuple(
-                str(i) for i in Contradiction.objects.filter(old_deposit=row).order_by("created_at").values_list("new_deposit_id", flat=True)
+                str(i)
+                for i in Contradiction.objects.filter(old_deposit=row)
+                .order_by("created_at")
+                .values_list("new_deposit_id", flat=True)
             )
             return RetractResult(deposit_id=str(row.pk), mode="soft", contradicts_preserved=preserved)
         # Hard erasure: the deposits this one superseded may become live again.
-        affected = {row.bag_id, *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True)}
+        affected = {
+            row.bag_id,
+            *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True),
+        }
         erased = str(row.pk)
         row.delete()
         bags_recount(affected)

@@ -33,7 +33,9 @@ def _bag_aggregates(user_id: str) -> dict[str, Any]:
         live_bags=Count("id", filter=Q(size__gt=0)),
         singleton_bags=Count("id", filter=Q(size=1)),
         multi_bags=Count("id", filter=Q(directional__gte=2)),
-        agreement_sum=Sum(Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=Q(directional__gte=2)),
+        agreement_sum=Sum(
+            Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=Q(directional__gte=2)
+        ),
         split_bags=Count("id", filter=Q(kept_kinds__gte=2)),
         resolved_bags=Count("id", filter=Q(kept_kinds__gte=2, kept_superseded__gt=0)),
         deposit_count=Sum("size"),
@@ -44,9 +46,9 @@ def health(*, user_id: str, window_days: int = 30, now: datetime | None = None) 
     """The owner's FMI over the last `window_days` of recalls, from live bag counts."""
     now = now or timezone.now()
     totals = _bag_aggregates(user_id)
-    recalls = RecallLog.objects.filter(user_id=user_id, created_at__gt=now - timedelta(days=window_days)).aggregate(
-        total=Count("id"), confident=Count("id", filter=Q(returned_confident=True))
-    )
+    recalls = RecallLog.objects.filter(
+        user_id=user_id, created_at__gt=now - timedelta(days=window_days)
+    ).aggregate(total=Count("id"), confident=Count("id", filter=Q(returned_confident=True)))
     coverage = recalls["confident"] / recalls["total"] if recalls["total"] else 0.0
     precision = totals["agreement_sum"] / totals["multi_bags"] if totals["multi_bags"] else 1.0
     resolution = totals["resolved_bags"] / totals["split_bags"] if totals["split_bags"] else 1.0
@@ -98,7 +100,8 @@ def calibration() -> dict[str, Any]:
         "brier": brier(scored),
         "ece": ece(scored),
         "per_tier": {
-            tier: {"outcomes": len(items), "brier": brier(items), "ece": ece(items)} for tier, items in sorted(per_tier.items())
+            tier: {"outcomes": len(items), "brier": brier(items), "ece": ece(items)}
+            for tier, items in sorted(per_tier.items())
         },
         "diagram": reliability_diagram(scored),
         "is_frequency": len(scored) >= settings.BELIEF_CALIBRATION_MIN_OUTCOMES,

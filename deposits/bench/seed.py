@@ -20,7 +20,16 @@ from deposits.domain.types import DIRECTIONAL, Scope
 
 OWNER_PREFIX = "bench-"
 MODELS = ["gpt-5", "gpt-5-mini", "claude-4", "llama-4", "mistral-l", "gemini-3", "qwen-3", "phi-5"]
-DATASETS = ["support-tickets", "fraud-eval", "code-review", "search-logs", "billing", "onboarding", "churn", "sales-notes"]
+DATASETS = [
+    "support-tickets",
+    "fraud-eval",
+    "code-review",
+    "search-logs",
+    "billing",
+    "onboarding",
+    "churn",
+    "sales-notes",
+]
 ENVS = ["prod", "staging", "dev"]
 # Ordered by how often they are used (a Zipf draw): the first words match tens of thousands
 # of a large owner's rows, the last only a handful — the spread the recall benchmark needs.
@@ -39,6 +48,7 @@ VOCABULARY = (  # noqa: SIM905 (a paragraph reads better than 200 quoted words)
     "zephyr quokka axolotl narwhal pangolin capybara okapi tapir ocelot serval caracal"
 ).split()
 
+
 def _pseudo_words(count: int, seed: int = 3) -> list[str]:
     """Pronounceable made-up words: the long tail of names, jargon and typos real text has."""
     rng = random.Random(seed)
@@ -46,7 +56,9 @@ def _pseudo_words(count: int, seed: int = 3) -> list[str]:
     words: set[str] = set()
     while len(words) < count:
         syllables = rng.randint(2, 3)
-        words.add("".join(rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(syllables)))
+        words.add(
+            "".join(rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(syllables))
+        )
     return sorted(words)
 
 
@@ -208,5 +220,3 @@ def _copy_value(value: object) -> str:
     if "\\" in text or "\t" in text or "\n" in text:
         text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
     return text
-
-

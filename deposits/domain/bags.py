@@ -102,7 +102,4 @@ def explain_hit(stats: BagStats) -> str:
     if stats.is_thin_evidence:
         return "Not confident: its bag holds a single directional claim (thin evidence)."
     dominant = stats.dominant_polarity
-    return (
-        f"Confident: {stats.directional_count} live {dominant} claims agree in its bag and none "
-        "disagree."
-    )
+    return f"Confident: {stats.directional_count} live {dominant} claims agree in its bag and none disagree."

@@ -50,7 +50,9 @@ def judge(draft: DepositDraft) -> GateDecision:
         minimum = "observed" if narrow else "replicated"
         if _grade_at_least(grade, minimum):
             return ACCEPT
-        action = "upgrade evidence" if narrow else "upgrade evidence or narrow scope (e.g. add model= or dataset=)"
+        action = (
+            "upgrade evidence" if narrow else "upgrade evidence or narrow scope (e.g. add model= or dataset=)"
+        )
         return GateDecision(False, f"positive/{width} claim requires evidence_grade>={minimum}; {action}")
     if polarity == "negative" and not narrow:
         if _grade_at_least(grade, "observed"):

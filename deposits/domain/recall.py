@@ -31,8 +31,7 @@ def query_words(text: str) -> list[str]:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text or "")))
     if not words:
         raise EmptyQueryError(
-            "q holds no words to search for; send at least one word (letters or digits), "
-            'e.g. q=threshold'
+            "q holds no words to search for; send at least one word (letters or digits), e.g. q=threshold"
         )
     return words[:MAX_QUERY_WORDS]
 

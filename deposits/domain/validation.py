@@ -231,11 +231,19 @@ def validate_belief(value: Any) -> BeliefClaim | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise DepositValidationError("belief", "belief must be an object {key, value}, e.g. {\"key\": \"coffee_ratio\", \"value\": \"5 oz per tbsp\"}")
+        raise DepositValidationError(
+            "belief",
+            'belief must be an object {key, value}, e.g. {"key": "coffee_ratio", "value": "5 oz per tbsp"}',
+        )
     try:
         observed_at = value.get("observed_at")
-        if observed_at is not None and (not isinstance(observed_at, datetime) or observed_at.utcoffset() is None):
-            raise BeliefInputError("observed_at", "observed_at must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00Z")
+        if observed_at is not None and (
+            not isinstance(observed_at, datetime) or observed_at.utcoffset() is None
+        ):
+            raise BeliefInputError(
+                "observed_at",
+                "observed_at must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00Z",
+            )
         taint = value.get("taint_tier")
         if taint is not None and not isinstance(taint, str):
             raise BeliefInputError("taint_tier", "taint_tier must name a provenance tier, e.g. web_fetch")
@@ -252,9 +260,7 @@ def validate_belief(value: Any) -> BeliefClaim | None:
 
 def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
     """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks."""
-    contradicts = _string_list(
-        "contradicts", data.get("contradicts"), max_items=MAX_CONTRADICTS, max_len=64
-    )
+    contradicts = _string_list("contradicts", data.get("contradicts"), max_items=MAX_CONTRADICTS, max_len=64)
     return DepositDraft(
         user_id=validate_user_id(user_id),
         content=validate_content(data.get("content")),

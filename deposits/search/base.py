@@ -43,7 +43,9 @@ def _present(column: str) -> str:
     return f"(CASE WHEN bag.{column} > 0 THEN 1 ELSE 0 END)"
 
 
-IN_CONFLICT_SQL = f"({_present('live_positive')} + {_present('live_negative')} + {_present('live_cautionary')}) >= 2"
+IN_CONFLICT_SQL = (
+    f"({_present('live_positive')} + {_present('live_negative')} + {_present('live_cautionary')}) >= 2"
+)
 DIRECTIONAL_SQL = "(bag.live_positive + bag.live_negative + bag.live_cautionary)"
 
 
@@ -71,7 +73,9 @@ class SearchBackend:
         query = self.text_query(request.words)
         adapt = connection.ops.adapt_datetimefield_value
         facet_sql = "".join(f" AND d.scope_{name} = %s" for name in request.facets)
-        superseded_sql = "d.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
+        superseded_sql = (
+            "d.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
+        )
         live_filter = "" if request.include_superseded else f" AND NOT {superseded_sql}"
         decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
         sql = f"""
@@ -119,7 +123,9 @@ FROM b
             for part, raw_id, bag_id, polarity, score, in_conflict, is_superseded, a, b in cursor.fetchall():
                 if part == 0:
                     deposit_id = str(uuid.UUID(str(raw_id)))
-                    candidates.append(Candidate(deposit_id, bag_id, polarity, float(score), bool(in_conflict)))
+                    candidates.append(
+                        Candidate(deposit_id, bag_id, polarity, float(score), bool(in_conflict))
+                    )
                     if is_superseded:
                         superseded.add(deposit_id)
                 else:

@@ -83,9 +83,13 @@ WHERE bag.user_id = %s{facets} AND (
         with connection.cursor() as cursor:
             cursor.execute(sql, [request.user_id, *request.facets.values(), query, query])
             bags, conflicts, confident, conflict_ids = cursor.fetchone()
-        return Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident), list(conflict_ids)
+        return Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident), list(
+            conflict_ids
+        )
 
-    def _candidates(self, request: SearchRequest, query: str, conflict_bags: list[str], matching_bags: int) -> list[Candidate]:
+    def _candidates(
+        self, request: SearchRequest, query: str, conflict_bags: list[str], matching_bags: int
+    ) -> list[Candidate]:
         """The best `per_class` hits of each (conflict?, polarity) class, by score."""
         found = self._conflict_candidates(request, query, conflict_bags)
         # The newest-first walk stops early only when a match's rank is near its bound, which
@@ -117,7 +121,9 @@ WHERE bag.user_id = %s{facets} AND (
                 for i, bag_id, polarity, score, *_ in cursor.fetchall()
             ]
 
-    def _conflict_candidates(self, request: SearchRequest, query: str, conflict_bags: list[str]) -> list[Candidate]:
+    def _conflict_candidates(
+        self, request: SearchRequest, query: str, conflict_bags: list[str]
+    ) -> list[Candidate]:
         """Every polarity's best matches in the conflict bags, which are few: read by bag."""
         if not conflict_bags:
             return []
@@ -132,10 +138,20 @@ SELECT y.id, y.bag_id, y.polarity, y.score FROM (
     WHERE {live}
 ) y WHERE y.place <= %s
 """
-        params = [query, request.now, request.now, conflict_bags, request.user_id, *live_params, request.per_class]
+        params = [
+            query,
+            request.now,
+            request.now,
+            conflict_bags,
+            request.user_id,
+            *live_params,
+            request.per_class,
+        ]
         return self._fetch(sql, params, True)
 
-    def _top_by_polarity(self, request: SearchRequest, query: str, conflict_bags: list[str]) -> list[Candidate]:
+    def _top_by_polarity(
+        self, request: SearchRequest, query: str, conflict_bags: list[str]
+    ) -> list[Candidate]:
         """Few matches: score them all, one top-N per polarity from the (user, polarity, tsv) index."""
         live, live_params = self._live(request)
         # The conflict bags' list is sent as a literal, so the planner hashes it once.
@@ -150,7 +166,9 @@ SELECT x.id, x.bag_id, x.polarity, x.score FROM q, unnest(%s::text[]) AS pol(p) 
         params = [query, list(POLARITIES), request.now, *live_params, conflict_bags, request.per_class]
         return self._fetch(sql, params, False)
 
-    def _newest_first(self, request: SearchRequest, query: str, conflict_bags: list[str], polarity: str) -> list[Candidate]:
+    def _newest_first(
+        self, request: SearchRequest, query: str, conflict_bags: list[str], polarity: str
+    ) -> list[Candidate]:
         """Many matches: walk them newest first and stop once no older one can make the top N.
 
         A match of age a scores at most MAX_TEXT_RANK × decay(a), and decay only falls with
@@ -171,7 +189,17 @@ ORDER BY d.created_at DESC, d.id DESC LIMIT %s
         after_time, after_id = request.now + timedelta(days=1), uuid.UUID(int=2**128 - 1)
         chunk = NEWEST_FIRST_CHUNK
         while True:
-            params = [query, request.now, polarity, *live_params, conflict_bags, after_time, after_time, after_id, chunk]
+            params = [
+                query,
+                request.now,
+                polarity,
+                *live_params,
+                conflict_bags,
+                after_time,
+                after_time,
+                after_id,
+                chunk,
+            ]
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 rows = cursor.fetchall()

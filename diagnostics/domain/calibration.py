@@ -33,7 +33,9 @@ def ece(outcomes: Sequence[Scored], bins: int = BINS) -> float | None:
         buckets[min(int(outcome.probability * bins), bins - 1)].append(outcome)
     total = len(outcomes)
     return math.fsum(
-        len(bucket) / total * abs(sum(o.correct for o in bucket) / len(bucket) - sum(o.probability for o in bucket) / len(bucket))
+        len(bucket)
+        / total
+        * abs(sum(o.correct for o in bucket) / len(bucket) - sum(o.probability for o in bucket) / len(bucket))
         for bucket in buckets
         if bucket
     )

@@ -45,7 +45,12 @@ class Pillars:
 
     @property
     def weakest(self) -> str:
-        values = {"coverage": self.coverage, "precision": self.precision, "resolution": self.resolution, "density": self.density}
+        values = {
+            "coverage": self.coverage,
+            "precision": self.precision,
+            "resolution": self.resolution,
+            "density": self.density,
+        }
         return min(values, key=lambda name: values[name])
 
 

@@ -24,7 +24,9 @@ BAG_COLUMNS = (
     "kept_cautionary, kept_superseded, last_deposit_at, created_at, updated_at"
 )
 EDGE_COLUMNS = "user_id, new_deposit_id, old_deposit_id, reason, created_at"
-GIN_INDEX = "CREATE INDEX deposit_user_search ON deposits_deposit USING gin (user_id, polarity, search_vector)"
+GIN_INDEX = (
+    "CREATE INDEX deposit_user_search ON deposits_deposit USING gin (user_id, polarity, search_vector)"
+)
 FLUSH_ROWS = 50_000
 
 
@@ -34,8 +36,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--deposits", type=int, default=100_000)
         parser.add_argument("--owners", type=int, default=1_000)
-        parser.add_argument("--seed", type=int, default=7, help="random seed: the same seed gives the same store")
-        parser.add_argument("--belief-share", type=float, default=0.05, help="share of deposits carrying a belief")
+        parser.add_argument(
+            "--seed", type=int, default=7, help="random seed: the same seed gives the same store"
+        )
+        parser.add_argument(
+            "--belief-share", type=float, default=0.05, help="share of deposits carrying a belief"
+        )
         parser.add_argument("--replace", action="store_true", help="delete an earlier bench store first")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -96,7 +102,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"  bag lexemes built in {time.perf_counter() - terms_started:.1f}s")
         if postgres:
             with connection.cursor() as cursor:
-                cursor.execute("ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction")
+                cursor.execute(
+                    "ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction"
+                )
         elapsed = time.perf_counter() - started
         self.stdout.write(
             f"Seeded {counts.deposits:,} deposits, {counts.bags:,} bags ({counts.conflict_bags:,} in conflict), "
@@ -120,7 +128,15 @@ class Command(BaseCommand):
         adapt = connection.ops.adapt_datetimefield_value
 
         def prepared(rows: list[tuple]) -> list[tuple]:
-            return [tuple(adapt(v) if hasattr(v, "tzinfo") else (v.hex if hasattr(v, "hex") and not isinstance(v, str | int | float) else v) for v in row) for row in rows]
+            return [
+                tuple(
+                    adapt(v)
+                    if hasattr(v, "tzinfo")
+                    else (v.hex if hasattr(v, "hex") and not isinstance(v, str | int | float) else v)
+                    for v in row
+                )
+                for row in rows
+            ]
 
         with connection.cursor() as cursor:
             for table, columns, rows in (

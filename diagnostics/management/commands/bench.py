@@ -75,17 +75,29 @@ class Command(BaseCommand):
             .first()
         )
         if owner is None:
-            raise CommandError("no bench store: run `python manage.py seed_bench --deposits N --owners M` first")
+            raise CommandError(
+                "no bench store: run `python manage.py seed_bench --deposits N --owners M` first"
+            )
         store_size = Deposit.objects.count()
         owner_size = Deposit.objects.filter(user_id=owner).count()
-        self.stdout.write(f"Store: {store_size:,} deposits; largest owner {owner} holds {owner_size:,}. Database: {connection.vendor}.")
+        self.stdout.write(
+            f"Store: {store_size:,} deposits; largest owner {owner} holds {owner_size:,}. Database: {connection.vendor}."
+        )
         rows: list[dict[str, Any]] = []
         rows += self._recall(owner, options["repeat"])
         rows += self._ingest(options["ingest"])
         rows += self._single_add(options["adds"])
         rows += self._health(owner)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        rows.append({"what": "resident memory after the bench (this process)", "value": f"{rss_mb:.0f} MB", "target": "≤ 250 MB", "floor": "", "ok": rss_mb <= 250})
+        rows.append(
+            {
+                "what": "resident memory after the bench (this process)",
+                "value": f"{rss_mb:.0f} MB",
+                "target": "≤ 250 MB",
+                "floor": "",
+                "ok": rss_mb <= 250,
+            }
+        )
         self._print(rows)
         report = {
             "database": connection.vendor,
@@ -110,7 +122,12 @@ class Command(BaseCommand):
         floor: list[float] = []
         for query in QUERIES:
             text = backend.text_query(query_words(query))
-            params = [text, owner, *backend.rank_params(text), connection.ops.adapt_datetimefield_value(timezone.now())]
+            params = [
+                text,
+                owner,
+                *backend.rank_params(text),
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+            ]
 
             def raw(params: list[object] = params) -> None:
                 with connection.cursor() as cursor:
@@ -125,8 +142,20 @@ class Command(BaseCommand):
         p50, p99 = percentile(service, 0.5), percentile(service, 0.99)
         f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
         return [
-            {"what": f"recall p50, largest owner, {len(QUERIES)} queries × {repeat}, all flags", "value": f"{p50:.1f} ms", "target": "≤ 30 ms", "floor": f"raw top-10 SQL {f50:.1f} ms ({p50 / f50:.1f}×)", "ok": p50 <= 30 and p50 <= 3 * f50},
-            {"what": "recall p99", "value": f"{p99:.1f} ms", "target": "≤ 120 ms", "floor": f"raw top-10 SQL {f99:.1f} ms ({p99 / f99:.1f}×)", "ok": p99 <= 120 and p99 <= 3 * f99},
+            {
+                "what": f"recall p50, largest owner, {len(QUERIES)} queries × {repeat}, all flags",
+                "value": f"{p50:.1f} ms",
+                "target": "≤ 30 ms",
+                "floor": f"raw top-10 SQL {f50:.1f} ms ({p50 / f50:.1f}×)",
+                "ok": p50 <= 30 and p50 <= 3 * f50,
+            },
+            {
+                "what": "recall p99",
+                "value": f"{p99:.1f} ms",
+                "target": "≤ 120 ms",
+                "floor": f"raw top-10 SQL {f99:.1f} ms ({p99 / f99:.1f}×)",
+                "ok": p99 <= 120 and p99 <= 3 * f99,
+            },
         ]
 
     def _ingest(self, total: int) -> list[dict[str, Any]]:
@@ -155,7 +184,13 @@ class Command(BaseCommand):
         floor_rate = self._raw_insert_rate(batches, run)
         self._delete_ingested()
         return [
-            {"what": "bulk ingest through the service layer (gate, bags, idempotency)", "value": f"{service_rate:,.0f} deposits/s", "target": "≥ 5,000/s", "floor": f"raw unnest INSERT {floor_rate:,.0f} rows/s ({service_rate / floor_rate:.0%})", "ok": service_rate >= 5000 and service_rate >= 0.3 * floor_rate},
+            {
+                "what": "bulk ingest through the service layer (gate, bags, idempotency)",
+                "value": f"{service_rate:,.0f} deposits/s",
+                "target": "≥ 5,000/s",
+                "floor": f"raw unnest INSERT {floor_rate:,.0f} rows/s ({service_rate / floor_rate:.0%})",
+                "ok": service_rate >= 5000 and service_rate >= 0.3 * floor_rate,
+            },
         ]
 
     def _raw_insert_rate(self, batches: list[tuple[str, list[dict[str, Any]]]], run: str) -> float:
@@ -174,7 +209,11 @@ class Command(BaseCommand):
                 "INSERT INTO deposits_scopebag (id, user_id, live_positive, live_negative, live_cautionary, live_open, "
                 "kept_positive, kept_negative, kept_cautionary, kept_superseded, created_at, updated_at) "
                 "VALUES ('raw-bag', %s, 0, 0, 0, 0, 0, 0, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING",
-                [f"{INGEST_PREFIX}raw", connection.ops.adapt_datetimefield_value(now), connection.ops.adapt_datetimefield_value(now)],
+                [
+                    f"{INGEST_PREFIX}raw",
+                    connection.ops.adapt_datetimefield_value(now),
+                    connection.ops.adapt_datetimefield_value(now),
+                ],
             )
             started = time.perf_counter()
             for rows in prepared:
@@ -209,18 +248,37 @@ class Command(BaseCommand):
                 raise CommandError(f"single add answered {response.status_code}: {response.content[:200]!r}")
         self._delete_ingested()
         p50 = percentile(samples, 0.5)
-        return [{"what": "single add through the HTTP stack (Django test client, in process)", "value": f"p50 {p50:.1f} ms, p99 {percentile(samples, 0.99):.1f} ms", "target": "p50 ≤ 8 ms", "floor": "", "ok": p50 <= 8}]
+        return [
+            {
+                "what": "single add through the HTTP stack (Django test client, in process)",
+                "value": f"p50 {p50:.1f} ms, p99 {percentile(samples, 0.99):.1f} ms",
+                "target": "p50 ≤ 8 ms",
+                "floor": "",
+                "ok": p50 <= 8,
+            }
+        ]
 
     def _health(self, owner: str) -> list[dict[str, Any]]:
         health(user_id=owner)
         samples = [timed(lambda: health(user_id=owner)) for _ in range(10)]
         p50 = statistics.median(samples)
-        return [{"what": "health() on the largest owner", "value": f"{p50:.1f} ms", "target": "≤ 200 ms", "floor": "", "ok": p50 <= 200}]
+        return [
+            {
+                "what": "health() on the largest owner",
+                "value": f"{p50:.1f} ms",
+                "target": "≤ 200 ms",
+                "floor": "",
+                "ok": p50 <= 200,
+            }
+        ]
 
     def _print(self, rows: list[dict[str, Any]]) -> None:
         widths = [max(len(str(r[k])) for r in rows) for k in ("what", "value", "target", "floor")]
         header = ("what", "measured", "target", "beside the floor")
         self.stdout.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + "  met")
         for row in rows:
-            cells = [str(row[k]).ljust(w) for k, w in zip(("what", "value", "target", "floor"), widths, strict=True)]
+            cells = [
+                str(row[k]).ljust(w)
+                for k, w in zip(("what", "value", "target", "floor"), widths, strict=True)
+            ]
             self.stdout.write("  ".join(cells) + ("  yes" if row["ok"] else "  NO"))
