@@ -64,24 +64,29 @@ class PostgresBackend(SearchBackend):
     def _bag_aggregates(self, request: SearchRequest, query: str) -> tuple[Aggregates, list[str]]:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
         sql = f"""
+WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
+matched AS (
+    SELECT bag.* FROM q, deposits_scopebag bag
+    WHERE bag.user_id = %s{facets} AND bag.live_terms @@ q.q
+    UNION ALL
+    -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
+    SELECT bag.* FROM q, deposits_scopebag bag
+    WHERE bag.user_id = %s{facets} AND bag.terms_overflow AND EXISTS (
+        SELECT 1 FROM deposits_deposit d
+        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.retracted_at IS NULL
+          AND d.search_vector @@ q.q
+          AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)
+    )
+)
 SELECT count(*),
        count(*) FILTER (WHERE {IN_CONFLICT_SQL}),
        count(*) FILTER (WHERE NOT ({IN_CONFLICT_SQL}) AND {DIRECTIONAL_SQL} >= 2),
        coalesce(array_agg(bag.id) FILTER (WHERE {IN_CONFLICT_SQL}), '{{}}')
-FROM deposits_scopebag bag
-WHERE bag.user_id = %s{facets} AND (
-    bag.live_terms @@ to_tsquery('{TS_CONFIG}', %s)
-    -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
-    OR (bag.terms_overflow AND EXISTS (
-        SELECT 1 FROM deposits_deposit d
-        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.retracted_at IS NULL
-          AND d.search_vector @@ to_tsquery('{TS_CONFIG}', %s)
-          AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)
-    ))
-)
+FROM matched bag
 """
+        facet_values = list(request.facets.values())
         with connection.cursor() as cursor:
-            cursor.execute(sql, [request.user_id, *request.facets.values(), query, query])
+            cursor.execute(sql, [query, request.user_id, *facet_values, request.user_id, *facet_values])
             bags, conflicts, confident, conflict_ids = cursor.fetchone()
         return Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident), list(
             conflict_ids
