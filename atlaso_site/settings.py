@@ -216,6 +216,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "deposits.tasks.expire_idempotency_keys",
         "schedule": 3600.0,
     },
+    "verify-beliefs": {
+        "task": "beliefs.tasks.verify_beliefs",
+        "schedule": 86400.0,
+    },
 }
 
 # Beliefs (see ../shared/spec/beliefs.md).
