@@ -19,8 +19,10 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     for folder in ("celery-queue", "celery-processed"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
     return {
+        # A recall query may be thousands of characters: the API, not gunicorn's 4 KB request-line
+        # default, decides what is too long (and answers in its error envelope).
         "web": [python, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"{host}:{port}", "--workers", "2",
-                "--access-logfile", "-", "--graceful-timeout", "5"],
+                "--access-logfile", "-", "--graceful-timeout", "5", "--limit-request-line", "0"],
         "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         "beat": [python, "-m", "celery", "-A", "atlaso_site", "beat", "--loglevel", "INFO",
                  "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
