@@ -15,6 +15,8 @@ from beliefs.errors import ApiError, with_errors
 from beliefs.models import Channel
 
 router = Router(tags=["beliefs"])
+# The largest offset any page accepts: beyond it both databases overflow their integers.
+MAX_OFFSET = 2**31 - 1
 
 
 class ObservationIn(Schema):
@@ -133,7 +135,7 @@ class ChannelOut(Schema):
 
 class PageQuery(Schema):
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
 
 
 class BeliefPageQuery(PageQuery):

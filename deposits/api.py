@@ -9,6 +9,7 @@ from ninja import Header, Query, Router, Schema, Status
 from pydantic import Field
 
 from beliefs.access import require
+from beliefs.api import MAX_OFFSET
 from beliefs.errors import ApiError, with_errors
 from deposits import selectors, services
 from deposits.schemas import (
@@ -100,7 +101,6 @@ def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
 
 
 # Beyond any real page; it keeps offset + limit inside the 64-bit integers SQL accepts.
-MAX_OFFSET = 2**31 - 1
 
 
 class ListQuery(Schema):

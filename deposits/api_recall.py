@@ -9,10 +9,9 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field, field_validator
 
 from beliefs.access import require
-from beliefs.api import VerdictOut
+from beliefs.api import MAX_OFFSET, VerdictOut
 from beliefs.errors import with_errors
 from deposits import bags
-from deposits.api import MAX_OFFSET
 from deposits.domain.recall import MAX_LIMIT
 from deposits.recall import recall
 from deposits.schemas import DepositDetailOut, DepositOut, EvidenceGrade, Polarity, ScopeOut

@@ -232,3 +232,9 @@ def test_reads_take_a_fixed_number_of_queries_however_long_the_log(api, django_a
     for path in ("/users/alice/beliefs", "/users/alice/beliefs/k0", "/users/alice/beliefs/k0/revisions"):
         with django_assert_max_num_queries(7):
             assert api.get(path).status == 200
+
+
+def test_a_huge_offset_is_a_422_not_a_server_error(owner):
+    answer = owner.get("/users/alice/beliefs?offset=2295059153134651383589371904")
+    assert answer.status == 422
+    assert answer.body["error"]["field"] == "offset"
