@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from beliefs.domain.values import USER_ID_PATTERN
+from beliefs.domain.values import USER_ID_PATTERN, USER_ID_RULE
 from beliefs.errors import ApiError
 from beliefs.models import ApiKey
 
@@ -54,12 +54,7 @@ def require(request: HttpRequest, permission: str, user_id: str | None = None) -
     if not key.has_permission(permission):
         raise ApiError("forbidden", f"this API key lacks the {permission!r} permission")
     if user_id is not None and not USER_ID_PATTERN.fullmatch(user_id):
-        raise ApiError(
-            "validation_error",
-            "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with "
-            'a letter or digit (e.g. "alice" or "tenant-a:alice")',
-            field="user_id",
-        )
+        raise ApiError("validation_error", USER_ID_RULE, field="user_id")
     if user_id is not None and not key.may_access(user_id):
         raise ApiError("forbidden", f"this API key is confined to user_ids starting {key.user_prefix!r}")
     return key

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
+
 from beliefs.errors import ApiError
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
@@ -29,8 +31,6 @@ def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[u
     incoming: dict[uuid.UUID, list[str]] = defaultdict(list)
     if not ids:
         return outgoing, incoming
-    from django.db.models import Q
-
     edges = (
         Contradiction.objects.filter(Q(new_deposit_id__in=ids) | Q(old_deposit_id__in=ids))
         .order_by("created_at", "id")

@@ -11,6 +11,10 @@ BELIEF_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,127}")
 MAX_KEY_LENGTH = 128
 # A memory owner's id (the agent's end user, not a login): shared by every app.
 USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+USER_ID_RULE = (
+    "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with "
+    'a letter or digit (e.g. "alice" or "tenant-a:alice")'
+)
 MAX_VALUE_LENGTH = 500
 # A claim may be stamped a little ahead of the server's clock (client clock skew), not more.
 MAX_FUTURE_SKEW = timedelta(minutes=5)

@@ -9,6 +9,7 @@ from typing import Any
 
 from beliefs.domain.values import (
     USER_ID_PATTERN,
+    USER_ID_RULE,
     BeliefInputError,
     clean_belief_key,
     clean_content_confidence,
@@ -103,11 +104,7 @@ def enum_message(field: str) -> str:
 def validate_user_id(user_id: Any) -> str:
     """Return the user_id when it fits the pattern, else raise a teaching error."""
     if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
-        raise DepositValidationError(
-            "user_id",
-            "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with "
-            'a letter or digit (e.g. "alice" or "tenant-a:alice")',
-        )
+        raise DepositValidationError("user_id", USER_ID_RULE)
     return user_id
 
 
