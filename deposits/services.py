@@ -606,7 +606,6 @@ __all__ = [
     "deposit_add",
     "deposit_add_many",
     "deposit_contradict",
-    "deposit_records",
     "deposit_retract",
     "idempotency_expire",
 ]
