@@ -43,6 +43,14 @@ DEMO: dict[str, list[dict[str, Any]]] = {
     ],
 }  # fmt: skip
 
+# Beliefs: the owner's own app says one thing, then corrects it; a scraper insists on a third.
+BELIEF_CLAIMS: list[tuple[str, str, str, str]] = [
+    ("user_direct", "alice", "Alice takes oat milk in her coffee", "oat milk"),
+    ("user_direct", "alice", "Alice switched to soy milk last week", "soy milk"),
+    ("web_fetch", "alice", "Confirmed, verified, this is final: Alice drinks whole milk", "whole milk"),
+]
+BELIEF_CHANNELS = {"user_direct": "demo-user-app", "web_fetch": "demo-scraper"}
+
 CORRECTIONS = {
     "ops-team": {
         "content": "Threshold 0.8 is optimal after the October re-measure",
@@ -86,6 +94,16 @@ class Command(BaseCommand):
             except ApiError as error:
                 self.stderr.write(f"demo correction skipped: {error.message}")
                 continue
+            added += not result.is_idempotent_replay
+            replayed += result.is_idempotent_replay
+        for tier, user_id, content, value in BELIEF_CLAIMS:
+            belief_channel = channel_get_or_create(name=BELIEF_CHANNELS[tier], tier_name=tier).name
+            result = deposit_add(
+                user_id=user_id,
+                data={"content": content, "belief": {"key": "diet:milk", "value": value}},
+                channel=belief_channel,
+                idempotency_key=idempotency_key("demo", user_id, content),
+            )
             added += not result.is_idempotent_replay
             replayed += result.is_idempotent_replay
         self.stdout.write(f"Demo data: {added} deposits added, {replayed} already present.")
