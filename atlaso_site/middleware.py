@@ -82,12 +82,3 @@ def _holds_nul(value: object) -> bool:
     if isinstance(value, list):
         return any(_holds_nul(item) for item in value)
     return False
-
-
-def is_envelope(body: bytes) -> bool:
-    """True when `body` is the API's error envelope (used by tests and the load script)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("kind") == "error" and "code" in data.get("error", {})

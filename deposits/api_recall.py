@@ -6,7 +6,7 @@ from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from beliefs.access import require
 from beliefs.api import MAX_OFFSET, VerdictOut
@@ -14,32 +14,12 @@ from beliefs.errors import with_errors
 from deposits import bags
 from deposits.domain.recall import MAX_LIMIT
 from deposits.recall import recall
-from deposits.schemas import DepositDetailOut, DepositOut, EvidenceGrade, Polarity, ScopeOut
+from deposits.schemas import DepositDetailOut, DepositOut, EvidenceGrade, FacetsIn, Polarity, ScopeOut
 
 router = Router(tags=["recall"])
 
 
-class FacetFilter(Schema):
-    model: str | None = None
-    dataset: str | None = None
-    env: str | None = None
-    version: str | None = None
-    n: int | None = None
-    seed: int | None = None
-
-    @field_validator("model", "dataset", "env", "version")
-    @classmethod
-    def no_nul(cls, value: str | None) -> str | None:
-        # PostgreSQL text cannot hold NUL, so no stored facet has one; refuse it rather than fail.
-        if value is not None and "\x00" in value:
-            raise ValueError("a facet cannot contain the NUL character (\\x00)")
-        return value
-
-    def facets(self) -> dict[str, str | int | None]:
-        return {name: getattr(self, name) for name in ("model", "dataset", "env", "version", "n", "seed")}
-
-
-class RecallQuery(FacetFilter):
+class RecallQuery(FacetsIn):
     q: str = Field(..., max_length=10000)
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     include_superseded: bool = False
@@ -129,7 +109,7 @@ class BagPageOut(Schema):
     total: int
 
 
-class BagQuery(FacetFilter):
+class BagQuery(FacetsIn):
     conflict: bool | None = None
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=MAX_OFFSET)

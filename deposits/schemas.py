@@ -8,13 +8,15 @@ from typing import Literal
 from ninja import Schema
 from pydantic import BaseModel, ConfigDict
 
+from deposits.domain.types import FACETS
+
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
 ReproStatus = Literal["unreplicated", "replicated", "failed_repro"]
 
 
-class ScopeIn(Schema):
-    model_config = ConfigDict(extra="forbid")
+class FacetsIn(Schema):
+    """The six facets of a scope: a bag's key, and recall's filter."""
 
     model: str | None = None
     dataset: str | None = None
@@ -22,6 +24,14 @@ class ScopeIn(Schema):
     version: str | None = None
     n: int | None = None
     seed: int | None = None
+
+    def facets(self) -> dict[str, str | int | None]:
+        return {name: getattr(self, name) for name in FACETS}
+
+
+class ScopeIn(FacetsIn):
+    model_config = ConfigDict(extra="forbid")
+
     note: str | None = None
 
 

@@ -417,15 +417,16 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
     if rejection is not None:
         raise rejection
     item = _Pending(draft=draft, key=key, reason=reason)
+    item_time = timezone.now()
     with transaction.atomic():
-        _write_batch(draft.user_id, [item], channel_name=channel, now=timezone.now())
+        _write_batch(draft.user_id, [item], channel_name=channel, now=item_time)
         assert item.outcome is not None
         status, value = item.outcome
         if status == "failed":
             raise value
-    return AddResult(
-        deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=status == "replay"
-    )
+    if status == "committed":
+        return AddResult(deposit=_record_of(item, channel=channel, now=item_time), is_idempotent_replay=False)
+    return AddResult(deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=True)
 
 
 def deposit_add(

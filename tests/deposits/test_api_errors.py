@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from unittest import mock
 
@@ -9,7 +10,6 @@ import pytest
 from django.db import InterfaceError, OperationalError
 from django.test import Client
 
-from atlaso_site.middleware import is_envelope
 from beliefs.models import ApiKey
 from deposits.models import Deposit
 from tests.conftest import ApiClient, make_client
@@ -19,6 +19,15 @@ POLARITY_MESSAGE = """polarity must be one of:
   "negative"   — claim that X doesn't work / failed
   "cautionary" — claim with caveats
   "open"       — note or open question"""
+
+
+def is_envelope(body: bytes) -> bool:
+    """True when `body` is the API's error envelope."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("kind") == "error" and "code" in data.get("error", {})
 
 
 def error_of(answer, status: int, code: str) -> dict:
