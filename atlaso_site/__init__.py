@@ -1,3 +1,1 @@
-from atlaso_site.celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""Atlaso's project package: settings, URL wiring, the one API, Celery, and the shared kernel (lib/)."""

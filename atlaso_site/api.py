@@ -10,14 +10,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from atlaso_site.lib.errors import AtlasoError
 from beliefs.access import ApiKeyAuth
 from beliefs.api import router as beliefs_router
-from beliefs.domain.values import BeliefInputError
-from beliefs.errors import ApiError
 from deposits.api import router as deposits_router
 from deposits.api_recall import router as recall_router
 from deposits.domain.types import ENUMS
-from deposits.domain.validation import DepositValidationError, enum_message
+from deposits.domain.validation import enum_message
 from diagnostics.api import router as diagnostics_router
 
 logger = logging.getLogger(__name__)
@@ -35,17 +34,34 @@ api.add_router("", recall_router)
 api.add_router("", diagnostics_router)
 api.add_router("", beliefs_router)
 
+# The one map from an error's code to its HTTP status: services and selectors know no HTTP.
+ERROR_STATUS: dict[str, int] = {
+    "validation_error": 422,
+    "gate_rejected": 422,
+    "missing_contradicts": 422,
+    "idempotency_conflict": 409,
+    "immutable": 405,
+    "method_not_allowed": 405,
+    "not_found": 404,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "unavailable": 503,
+    "internal_error": 500,
+}
+
 # Names of operation parameters that wrap a whole body or query object; not client fields.
 _WRAPPERS = {"payload", "query"}
 _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
 
 
-def render(request: HttpRequest, error: ApiError) -> HttpResponse:
-    return api.create_response(request, error.to_dict(), status=error.status)
+def render(request: HttpRequest, error: AtlasoError) -> HttpResponse:
+    """The envelope: `{"kind": "error", "error": {"code", "message", ...details}}`."""
+    body = {"kind": "error", "error": {"code": error.code, "message": error.message, **error.details}}
+    return api.create_response(request, body, status=ERROR_STATUS[error.code])
 
 
-@api.exception_handler(ApiError)
-def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+@api.exception_handler(AtlasoError)
+def on_atlaso_error(request: HttpRequest, exc: AtlasoError) -> HttpResponse:
     return render(request, exc)
 
 
@@ -58,34 +74,21 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
-@api.exception_handler(DepositValidationError)
-def on_deposit_validation_error(request: HttpRequest, exc: DepositValidationError) -> HttpResponse:
-    details: dict[str, Any] = {"field": exc.field}
-    if exc.allowed is not None:
-        details["allowed"] = exc.allowed
-    return render(request, ApiError("validation_error", exc.message, **details))
-
-
-@api.exception_handler(BeliefInputError)
-def on_belief_input_error(request: HttpRequest, exc: BeliefInputError) -> HttpResponse:
-    return render(request, ApiError("validation_error", exc.message, field=exc.field))
-
-
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     first = exc.errors[0] if exc.errors else {"loc": (), "msg": "invalid request"}
     field = _field(first.get("loc", ()))
     leaf = field.rsplit(".", 1)[-1]
     if leaf in ENUMS and first.get("type") in {"literal_error", "enum"}:
-        error = ApiError("validation_error", enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
+        error = AtlasoError("validation_error", enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
     elif first.get("type") == "missing":
-        error = ApiError("validation_error", f"{field} is required", field=field)
+        error = AtlasoError("validation_error", f"{field} is required", field=field)
     elif first.get("type") == "extra_forbidden":
-        error = ApiError(
+        error = AtlasoError(
             "validation_error", f"{field} is not a field of this request; check its spelling", field=field
         )
     else:
-        error = ApiError("validation_error", f"{field}: {first.get('msg', 'invalid value')}", field=field)
+        error = AtlasoError("validation_error", f"{field}: {first.get('msg', 'invalid value')}", field=field)
     return render(request, error)
 
 
@@ -93,7 +96,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     return render(
         request,
-        ApiError(
+        AtlasoError(
             "unauthorized", "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"
         ),
     )
@@ -103,26 +106,26 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400:
         # The only 400 the framework raises itself: a body that is not JSON.
-        error = ApiError("validation_error", "the request body is not valid JSON", field="body")
+        error = AtlasoError("validation_error", "the request body is not valid JSON", field="body")
     elif exc.status_code == 403:
-        error = ApiError("forbidden", str(exc))
+        error = AtlasoError("forbidden", str(exc))
     elif exc.status_code == 404:
-        error = ApiError("not_found", str(exc))
+        error = AtlasoError("not_found", str(exc))
     else:
-        error = ApiError("validation_error", str(exc))
+        error = AtlasoError("validation_error", str(exc))
     return render(request, error)
 
 
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return render(request, ApiError("not_found", "no such resource"))
+    return render(request, AtlasoError("not_found", "no such resource"))
 
 
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def on_database_down(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
     logger.warning("database unavailable: %s", exc)
-    response = render(request, ApiError("unavailable", "the database is unavailable; retry later"))
+    response = render(request, AtlasoError("unavailable", "the database is unavailable; retry later"))
     response["Retry-After"] = "5"
     return response
 
@@ -130,4 +133,4 @@ def on_database_down(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("unexpected error on %s %s", request.method, request.path)
-    return render(request, ApiError("internal_error", "an unexpected error occurred; it has been logged"))
+    return render(request, AtlasoError("internal_error", "an unexpected error occurred; it has been logged"))

@@ -57,6 +57,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_secret(name: str) -> str:
+    """`name` from the environment, else the contents of the file `<name>_FILE` names.
+
+    healthchecks' `envsecret`: a secret may live in a file (a Docker or systemd secret, or the
+    one `make run` writes) instead of the environment. A `_FILE` naming no readable, non-empty
+    file stops start-up rather than running without the secret.
+    """
+    value = os.environ.get(name, "")
+    path = os.environ.get(f"{name}_FILE", "")
+    if value or not path:
+        return value
+    try:
+        value = Path(path).read_text().strip()
+    except OSError as error:
+        raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {error.strerror}") from None
+    if not value:
+        raise ImproperlyConfigured(f"{name}_FILE={path!r} names an empty file")
+    return value
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """A Django DATABASES entry from `postgres://user:pass@host:port/name` or `sqlite:///path`."""
     parts = urlsplit(url)
@@ -88,16 +108,12 @@ def database_from_url(url: str) -> dict[str, object]:
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-_SECRET_KEY_FILE = VAR_DIR / "secret-key"
-if not SECRET_KEY and _SECRET_KEY_FILE.is_file():
-    # `make run` keeps its generated key here, so manage.py commands beside it find the same one.
-    SECRET_KEY = _SECRET_KEY_FILE.read_text().strip()
+SECRET_KEY = env_secret("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY (make run writes one to "
-            "var/secret-key), or DEBUG=true for local use"
+            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY, or SECRET_KEY_FILE to a file "
+            "holding it (make run writes one to var/secret-key), or DEBUG=true for local use"
         )
     SECRET_KEY = "insecure-development-key-do-not-deploy"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
@@ -111,9 +127,14 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    # Its templates and static files: /api/v1/docs serves Swagger UI itself, not from a CDN.
+    "ninja",
+    # The project package itself: its AppConfig loads the Celery app in every process.
+    "atlaso_site",
     "beliefs",
     "deposits",
     "diagnostics",
+    "atlaso_site.bench",
 ]
 
 MIDDLEWARE = [
@@ -222,7 +243,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
 }
 
-# Beliefs (see ../shared/spec/beliefs.md).
+# Beliefs (see docs/BELIEFS.md).
 BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float("BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0)
 BELIEF_HEDGE_FLOOR = env_bool("BELIEF_HEDGE_FLOOR", True)
 BELIEF_VOLATILITY = env_float("BELIEF_VOLATILITY", 1.0, low=0.01, high=1.0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from datetime import timedelta
 
 from django.conf import settings
@@ -11,20 +9,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from beliefs.domain.values import USER_ID_PATTERN, USER_ID_RULE
-from beliefs.errors import ApiError
+from atlaso_site.lib.errors import FORBIDDEN, AtlasoError
+from atlaso_site.lib.secrets import hash_secret
+from atlaso_site.lib.users import validate_user_id
 from beliefs.models import ApiKey
-
-SECRET_PREFIX = "atl_"
-
-
-def new_secret() -> str:
-    return SECRET_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_secret(secret: str) -> str:
-    # The secret is 256 random bits, so a fast hash is enough: nothing to brute-force.
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
 class ApiKeyAuth(HttpBearer):
@@ -52,9 +40,9 @@ def require(request: HttpRequest, permission: str, user_id: str | None = None) -
     """
     key: ApiKey = request.auth  # type: ignore[attr-defined]
     if not key.has_permission(permission):
-        raise ApiError("forbidden", f"this API key lacks the {permission!r} permission")
-    if user_id is not None and not USER_ID_PATTERN.fullmatch(user_id):
-        raise ApiError("validation_error", USER_ID_RULE, field="user_id")
-    if user_id is not None and not key.may_access(user_id):
-        raise ApiError("forbidden", f"this API key is confined to user_ids starting {key.user_prefix!r}")
+        raise AtlasoError(FORBIDDEN, f"this API key lacks the {permission!r} permission")
+    if user_id is not None:
+        validate_user_id(user_id)
+        if not key.may_access(user_id):
+            raise AtlasoError(FORBIDDEN, f"this API key is confined to user_ids starting {key.user_prefix!r}")
     return key

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from beliefs.access import hash_secret, new_secret
+from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.secrets import hash_secret, new_secret
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
 from beliefs.domain.values import (
@@ -40,8 +41,11 @@ MAX_SOURCE_ID = 200
 REBUILD_PROGRESS_EVERY = 50
 
 
-class ProvenanceError(ValueError):
+class ProvenanceError(AtlasoError):
     """An operator asked for something the provenance rules forbid."""
+
+    def __init__(self, message: str, *, code: str = VALIDATION_ERROR, **details: object) -> None:
+        super().__init__(code, message, **details)
 
 
 def channel_get_or_create(*, name: str, tier_name: str | None = None) -> Channel:
@@ -259,6 +263,7 @@ def observation_record(
         )  # fmt: skip
         row.last_observed_at = max(filter(None, [row.last_observed_at, claimed_at]))
         verdict = _store(row, state, now=now)
+    revision.verdict = verdict
     return RecordedObservation(revision=revision, verdict=verdict)
 
 
@@ -279,7 +284,7 @@ def _append_revision(
         content_confidence=confidence,
         deposit_id=deposit_id,
         source_id=source_id,
-        **facts.to_dict(),
+        **asdict(facts),
     )
 
 
@@ -393,14 +398,14 @@ def tier_update(
     """Change a tier; a new ceiling rebuilds every belief its channels touched or that cites it as taint."""
     tier = ProvenanceTier.objects.filter(name=name).first()
     if tier is None:
-        raise ProvenanceError(f"there is no tier {name!r}")
+        raise ProvenanceError(f"there is no tier {name!r}", code=NOT_FOUND)
     job = None
     with transaction.atomic():
         if description is not None:
             tier.description = description[:500]
         if ceiling is not None:
             if not 0.0 < ceiling < 1.0:
-                raise ProvenanceError("a ceiling must lie strictly between 0 and 1")
+                raise ProvenanceError("a ceiling must lie strictly between 0 and 1", field="ceiling")
             changed = ceiling != tier.ceiling
             tier.ceiling = ceiling
             tier.save()
@@ -420,7 +425,7 @@ def channel_bind(
     """Create a channel on a tier, or rebind an existing one (which schedules a rebuild)."""
     tier = ProvenanceTier.objects.filter(name=tier_name).first()
     if tier is None:
-        raise ProvenanceError(f"there is no tier {tier_name!r}")
+        raise ProvenanceError(f"there is no tier {tier_name!r}", field="tier")
     with transaction.atomic():
         channel = Channel.objects.select_for_update().filter(name=name).first()
         if channel is None:
@@ -483,7 +488,7 @@ def belief_confirm(
             top_probability=top_probability,
             correct=top_value is not None and normalize_value(top_value) == normalize_value(display),
             tier=tier,
-            verdict_before=before.to_dict(),
+            verdict_before=before.to_json(),
             created_at=now,
         )
     return recorded, outcome

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from django.http import HttpRequest
-from ninja import Header, Query, Router, Schema, Status
-from pydantic import Field
+from ninja import Header, Query, Router, Status
 
+from atlaso_site.lib.errors import IMMUTABLE, AtlasoError, invalid
+from atlaso_site.lib.wire import DepositDetailOut, with_errors
 from beliefs.access import require
-from beliefs.api import MAX_OFFSET
-from beliefs.errors import ApiError, with_errors
 from deposits import selectors, services
 from deposits.schemas import (
     AddManyResultOut,
     AddResultOut,
     BulkIn,
     ContradictIn,
-    DepositDetailOut,
     DepositIn,
     DepositPageOut,
+    ListQuery,
+    RetractQuery,
     RetractResultOut,
 )
 
@@ -32,10 +30,9 @@ def _channel(request: HttpRequest) -> str:
 
 def _key(body_key: str | None, header_key: str | None) -> str | None:
     if body_key and header_key and body_key != header_key:
-        raise ApiError(
-            "validation_error",
+        raise invalid(
+            "idempotency_key",
             "the Idempotency-Key header and the body's idempotency_key differ; send one of them",
-            field="idempotency_key",
         )
     return body_key or header_key
 
@@ -58,7 +55,7 @@ def add_deposit(
         channel=_channel(request),
         idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )
-    return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
+    return Status(200 if result.is_idempotent_replay else 201, result)
 
 
 @router.post("/users/{user_id}/deposits/bulk", response=with_errors(**{"200": AddManyResultOut}))
@@ -69,7 +66,7 @@ def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
     result = services.deposit_add_many(
         user_id=user_id, items=items, on_gate_reject=payload.on_gate_reject, channel=_channel(request)
     )
-    return Status(200, result.to_dict())
+    return Status(200, result)
 
 
 @router.post(
@@ -90,23 +87,14 @@ def contradict(
         channel=_channel(request),
         idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )
-    return Status(200 if result.is_idempotent_replay else 201, result.to_dict())
+    return Status(200 if result.is_idempotent_replay else 201, result)
 
 
 @router.get("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": DepositDetailOut}))
 def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
     """One deposit with its audit state (superseded_by, retracted)."""
     require(request, "read", user_id)
-    return Status(200, selectors.deposit_detail(user_id, deposit_id).to_dict())
-
-
-# Beyond any real page; it keeps offset + limit inside the 64-bit integers SQL accepts.
-
-
-class ListQuery(Schema):
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
-    include_retracted: bool = False
+    return Status(200, selectors.deposit_detail(user_id, deposit_id))
 
 
 @router.get("/users/{user_id}/deposits", response=with_errors(**{"200": DepositPageOut}))
@@ -116,7 +104,7 @@ def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
     page = selectors.deposit_page(
         user_id=user_id, limit=query.limit, offset=query.offset, include_retracted=query.include_retracted
     )
-    return Status(200, page.to_dict())
+    return Status(200, page)
 
 
 @router.api_operation(
@@ -124,16 +112,11 @@ def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
 )
 def refuse_update(request: HttpRequest, user_id: str, deposit_id: str):
     """Deposits are immutable: correct one by writing a deposit that contradicts it."""
-    raise ApiError(
-        "immutable",
+    raise AtlasoError(
+        IMMUTABLE,
         "deposits are immutable; to change a claim, POST /users/{user_id}/contradict with "
         f'contradicts=["{deposit_id}"] and a reason',
     )
-
-
-class RetractQuery(Schema):
-    mode: Literal["soft", "hard"] = "soft"
-    reason: str | None = Field(None, max_length=2000)
 
 
 @router.delete(
@@ -145,4 +128,4 @@ def retract_deposit(request: HttpRequest, user_id: str, deposit_id: str, query: 
     result = services.deposit_retract(
         user_id=user_id, deposit_id=deposit_id, mode=query.mode, reason=query.reason
     )
-    return Status(200, result.to_dict())
+    return Status(200, result)

@@ -12,9 +12,11 @@ from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
 from deposits.bulksql import insert_rows
+from deposits.domain.bags import is_live
 from deposits.domain.types import DIRECTIONAL, Scope
 from deposits.models import Contradiction, Deposit, ScopeBag
 from deposits.search.postgres import TS_CONFIG
+from deposits.sqlrules import live_sql
 
 
 def _newer(column: str) -> str:
@@ -115,15 +117,13 @@ _ADD_TERMS_SQL = (
 _REFRESH_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET terms_overflow = false, live_terms = ("
     f"  SELECT strip(to_tsvector('{TS_CONFIG}', string_agg(d.content || ' ' || coalesce(d.scope_note, ''), ' ')))"
-    "  FROM deposits_deposit d WHERE d.user_id = b.user_id AND d.bag_id = b.id AND d.retracted_at IS NULL"
-    "  AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)"
+    f"  FROM deposits_deposit d WHERE d.user_id = b.user_id AND d.bag_id = b.id AND {live_sql('d')}"
     ") WHERE {where}"
 )
 _REFRESH_ALL_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET terms_overflow = false, live_terms = s.terms FROM ("
     f"  SELECT d.bag_id, strip(to_tsvector('{TS_CONFIG}', string_agg(d.content || ' ' || coalesce(d.scope_note, ''), ' '))) AS terms"
-    "  FROM deposits_deposit d WHERE d.user_id LIKE %s AND d.retracted_at IS NULL"
-    "  AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)"
+    f"  FROM deposits_deposit d WHERE d.user_id LIKE %s AND {live_sql('d')}"
     "  GROUP BY d.bag_id) s WHERE b.id = s.bag_id AND b.user_id LIKE %s"
 )
 # PostgreSQL's SQLSTATE for "string is too long for tsvector" (a tsvector holds at most 1 MB).
@@ -196,7 +196,8 @@ def bags_recount(bag_ids: Iterable[str]) -> None:
         return
     list(ScopeBag.objects.select_for_update().filter(id__in=ids).values_list("id", flat=True))
     rows = (
-        Deposit.objects.filter(bag_id__in=ids, retracted_at__isnull=True)
+        Deposit.objects.filter(bag_id__in=ids)
+        .not_retracted()
         .annotate(superseded=Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
         .values("bag_id", "polarity", "superseded")
         .annotate(count=Count("id"), newest=Max("created_at"))
@@ -212,7 +213,7 @@ def bags_recount(bag_ids: Iterable[str]) -> None:
     for row in rows:
         values = fresh[row["bag_id"]]
         polarity = row["polarity"]
-        if row["superseded"]:
+        if not is_live(retracted=False, superseded=row["superseded"]):
             values["kept_superseded"] += row["count"]  # type: ignore[operator]
         else:
             values[f"live_{polarity}"] += row["count"]  # type: ignore[operator]

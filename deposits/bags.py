@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, Exists, IntegerField, OuterRef, Q, QuerySet, Value, When
-
-from beliefs.errors import ApiError
+from atlaso_site.lib.errors import not_found
+from atlaso_site.lib.paging import Page
+from deposits.domain import bags as rules
 from deposits.domain.bags import BAG_ID_PATTERN, BagStats
-from deposits.domain.types import DIRECTIONAL, FACETS, isoformat
-from deposits.models import Contradiction, Deposit, ScopeBag
+from deposits.domain.types import DIRECTIONAL, FACETS, Scope
+from deposits.domain.types import Deposit as DepositRecord
+from deposits.models import Deposit, ScopeBag
 from deposits.selectors import deposit_records
 
 MAX_BAG_DEPOSITS = 500
@@ -33,49 +35,69 @@ def bag_stats(bag_ids: Iterable[str]) -> dict[str, BagStats]:
 
 
 def is_resolved(bag: ScopeBag) -> bool:
-    """Once split between directional polarities (superseded included) and corrected at least once."""
-    held = sum(getattr(bag, f"kept_{p}") > 0 for p in DIRECTIONAL)
-    return held >= 2 and bag.kept_superseded > 0
-
-
-def bag_to_dict(bag: ScopeBag) -> dict[str, Any]:
-    stats = stats_of(bag)
-    return {
-        "kind": "bag",
-        "bag_id": bag.id,
-        "user_id": bag.user_id,
-        "scope": {facet: getattr(bag, facet) for facet in FACETS},
-        "size": stats.size,
-        "counts": stats.counts_dict(),
-        "dominant_polarity": stats.dominant_polarity,
-        "agreement_score": stats.agreement_score,
-        "has_disagreement": stats.has_disagreement,
-        "is_thin_evidence": stats.is_thin_evidence,
-        "is_confident": stats.is_confident,
-        "resolved": is_resolved(bag),
-        "updated_at": isoformat(bag.updated_at),
-    }
-
-
-def present(column: str) -> Case:
-    """1 when the count column is above zero, else 0."""
-    return Case(When(**{f"{column}__gt": 0}, then=Value(1)), default=Value(0), output_field=IntegerField())
-
-
-def with_conflict(bags: QuerySet[ScopeBag]) -> QuerySet[ScopeBag]:
-    """Annotate `directional_kinds`: how many directional polarities a bag holds live (≥ 2 = conflict)."""
-    return bags.annotate(
-        directional_kinds=present("live_positive") + present("live_negative") + present("live_cautionary")
-    )
+    kept_kinds = sum(getattr(bag, f"kept_{p}") > 0 for p in DIRECTIONAL)
+    return rules.is_resolved(kept_kinds, bag.kept_superseded)
 
 
 @dataclass(frozen=True, slots=True)
-class BagPage:
-    items: list[ScopeBag]
-    total: int
+class Bag:
+    """One scope bag as readers see it: its six facets, live statistics and flags."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "bag_page", "items": [bag_to_dict(b) for b in self.items], "total": self.total}
+    bag_id: str
+    user_id: str
+    scope: Scope
+    stats: BagStats
+    resolved: bool
+    updated_at: datetime
+    last_deposit_at: datetime | None
+
+    @classmethod
+    def of(cls, row: ScopeBag, **extra: Any) -> Any:
+        return cls(
+            bag_id=row.id,
+            user_id=row.user_id,
+            scope=Scope(**{facet: getattr(row, facet) for facet in FACETS}),
+            stats=stats_of(row),
+            resolved=is_resolved(row),
+            updated_at=row.updated_at,
+            last_deposit_at=row.last_deposit_at,
+            **extra,
+        )
+
+    @property
+    def size(self) -> int:
+        return self.stats.size
+
+    @property
+    def counts(self) -> BagStats:
+        return self.stats
+
+    @property
+    def dominant_polarity(self) -> str | None:
+        return self.stats.dominant_polarity
+
+    @property
+    def agreement_score(self) -> float:
+        return self.stats.agreement_score
+
+    @property
+    def has_disagreement(self) -> bool:
+        return self.stats.has_disagreement
+
+    @property
+    def is_thin_evidence(self) -> bool:
+        return self.stats.is_thin_evidence
+
+    @property
+    def is_confident(self) -> bool:
+        return self.stats.is_confident
+
+
+@dataclass(frozen=True, slots=True)
+class BagDetail(Bag):
+    """A bag and its non-retracted deposits, newest first, each `live` or `superseded`."""
+
+    deposits: tuple[DepositRecord, ...] = ()
 
 
 def bag_page(
@@ -85,34 +107,29 @@ def bag_page(
     facets: Mapping[str, Any] | None = None,
     limit: int = 50,
     offset: int = 0,
-) -> BagPage:
+) -> Page[Bag]:
     """An owner's bags holding live deposits, most recently changed first."""
-    bags = with_conflict(ScopeBag.objects.filter(user_id=user_id)).filter(
-        Q(live_positive__gt=0) | Q(live_negative__gt=0) | Q(live_cautionary__gt=0) | Q(live_open__gt=0)
-    )
+    bags = ScopeBag.objects.filter(user_id=user_id).holding_live()
     for facet, value in (facets or {}).items():
         if value is not None:
             bags = bags.filter(**{facet: value})
     if conflict is not None:
-        bags = bags.filter(directional_kinds__gte=2) if conflict else bags.filter(directional_kinds__lt=2)
+        bags = bags.in_conflict() if conflict else bags.not_in_conflict()
     total = bags.count()
-    return BagPage(items=list(bags.order_by("-updated_at", "id")[offset : offset + limit]), total=total)
+    rows = bags.order_by("-updated_at", "id")[offset : offset + limit]
+    return Page(items=[Bag.of(row) for row in rows], total=total, limit=limit, offset=offset)
 
 
-def bag_detail(*, user_id: str, bag_id: str) -> dict[str, Any]:
+def bag_detail(*, user_id: str, bag_id: str) -> BagDetail:
     """A bag with its non-retracted deposits, newest first, each marked live or superseded."""
     # Checked before the query: PostgreSQL refuses text holding NUL, which a path may carry.
     well_formed = BAG_ID_PATTERN.fullmatch(bag_id) is not None
     bag = ScopeBag.objects.filter(user_id=user_id, id=bag_id).first() if well_formed else None
     if bag is None:
-        raise ApiError("not_found", f"no bag {bag_id!r} for user {user_id!r}")
+        raise not_found(f"no bag {bag_id!r} for user {user_id!r}")
     rows = list(
-        Deposit.objects.filter(user_id=user_id, bag_id=bag_id, retracted_at__isnull=True)
-        .annotate(is_superseded=Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+        Deposit.objects.filter(user_id=user_id, bag_id=bag_id)
+        .not_retracted()
         .order_by("-created_at", "-id")[:MAX_BAG_DEPOSITS]
     )
-    records = deposit_records(rows, with_state=True)
-    deposits = []
-    for row, record in zip(rows, records, strict=True):
-        deposits.append({**record.to_dict(), "state": "superseded" if row.is_superseded else "live"})
-    return {**bag_to_dict(bag), "deposits": deposits}
+    return BagDetail.of(bag, deposits=tuple(deposit_records(rows, with_state=True)))

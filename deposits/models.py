@@ -8,6 +8,72 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
+
+from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
+from deposits.domain.types import DIRECTIONAL, POLARITIES
+
+
+def _present(column: str) -> Case:
+    """1 when the count column is above zero, else 0."""
+    return Case(When(**{f"{column}__gt": 0}, then=Value(1)), default=Value(0), output_field=IntegerField())
+
+
+def _sum(expressions: list) -> object:
+    total = expressions[0]
+    for expression in expressions[1:]:
+        total = total + expression
+    return total
+
+
+class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
+    """The bag rules of deposits.domain.bags over the live counts, as ORM filters."""
+
+    def with_rules(self) -> ScopeBagQuerySet:
+        """Annotate `directional_kinds`, `directional` and `kept_kinds` for the rule filters."""
+        return self.annotate(
+            directional_kinds=_sum([_present(f"live_{p}") for p in DIRECTIONAL]),
+            directional=_sum([models.F(f"live_{p}") for p in DIRECTIONAL]),
+            kept_kinds=_sum([_present(f"kept_{p}") for p in DIRECTIONAL]),
+        )
+
+    def holding_live(self) -> ScopeBagQuerySet:
+        """Bags with at least one live deposit."""
+        condition = Q()
+        for polarity in POLARITIES:
+            condition |= Q(**{f"live_{polarity}__gt": 0})
+        return self.filter(condition)
+
+    def in_conflict(self) -> ScopeBagQuerySet:
+        return self.with_rules().filter(directional_kinds__gte=CONFLICT_MIN_KINDS)
+
+    def not_in_conflict(self) -> ScopeBagQuerySet:
+        return self.with_rules().filter(directional_kinds__lt=CONFLICT_MIN_KINDS)
+
+    def confident(self) -> ScopeBagQuerySet:
+        return self.with_rules().filter(
+            directional_kinds__lt=CONFLICT_MIN_KINDS, directional__gt=THIN_MAX_DIRECTIONAL
+        )
+
+    def resolved(self) -> ScopeBagQuerySet:
+        return self.with_rules().filter(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
+
+
+class DepositQuerySet(models.QuerySet["Deposit"]):
+    """Which deposits count: the `live` rule of deposits.domain.bags as ORM filters."""
+
+    def not_retracted(self) -> DepositQuerySet:
+        return self.filter(retracted_at__isnull=True)
+
+    def superseded(self) -> DepositQuerySet:
+        return self.filter(Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+
+    def live(self) -> DepositQuerySet:
+        """Neither soft-retracted nor superseded."""
+        return self.not_retracted().exclude(Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+
+    def directional(self) -> DepositQuerySet:
+        return self.filter(polarity__in=DIRECTIONAL)
 
 
 class ScopeBag(models.Model):
@@ -38,6 +104,8 @@ class ScopeBag(models.Model):
     last_deposit_at = models.DateTimeField(null=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+
+    objects = ScopeBagQuerySet.as_manager()
 
     class Meta:
         indexes = [
@@ -78,6 +146,8 @@ class Deposit(models.Model):
     # The soft-retract marker: the one change the database lets through after insert.
     retracted_at = models.DateTimeField(null=True)
     retracted_reason = models.TextField(null=True)
+
+    objects = DepositQuerySet.as_manager()
 
     class Meta:
         indexes = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -12,18 +12,29 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from atlaso_site.lib.errors import invalid
+from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
-from beliefs.errors import ApiError
 from beliefs.selectors import verdicts_for
 from deposits.bags import bag_stats
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, explain_hit, peer_polarities
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
-from deposits.domain.types import DIRECTIONAL
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.domain.validation import DepositValidationError, validate_scope, validate_user_id
-from deposits.models import Contradiction, Deposit, RecallLog
+from deposits.domain.types import Scope
+from deposits.domain.validation import validate_scope, validate_user_id
+from deposits.models import Deposit
 from deposits.search import SearchRequest, search_backend
+from deposits.search.base import Aggregates
 from deposits.selectors import deposit_records
+
+
+@dataclass(frozen=True, slots=True)
+class HitBelief(Verdict):
+    """The verdict of a hit's belief, and where the hit's own value stands in it."""
+
+    value: str
+    value_probability: float
+    asserted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +47,7 @@ class SearchResult:
     stats: BagStats
     conflict_peers: tuple[str, ...] = ()
     superseded: bool = False
-    belief: dict[str, Any] | None = None
+    belief: HitBelief | None = None
 
     @property
     def id(self) -> str:
@@ -51,6 +62,22 @@ class SearchResult:
         return self.deposit.polarity
 
     @property
+    def evidence_grade(self) -> str:
+        return self.deposit.evidence_grade
+
+    @property
+    def scope(self) -> Scope:
+        return self.deposit.scope
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.deposit.tags
+
+    @property
+    def created_at(self) -> datetime:
+        return self.deposit.created_at
+
+    @property
     def is_confident(self) -> bool:
         return self.stats.is_confident
 
@@ -58,32 +85,21 @@ class SearchResult:
     def has_disagreement(self) -> bool:
         return self.stats.has_disagreement
 
+    @property
+    def agreement_score(self) -> float:
+        return self.stats.agreement_score
+
+    @property
+    def is_thin_evidence(self) -> bool:
+        return self.stats.is_thin_evidence
+
     def explain(self) -> str:
         return explain_hit(self.stats)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = self.deposit
-        return {
-            "kind": "search_result",
-            "id": d.id,
-            "content": d.content,
-            "polarity": d.polarity,
-            "evidence_grade": d.evidence_grade,
-            "scope": d.scope.to_dict(),
-            "tags": list(d.tags),
-            "created_at": d.to_dict()["created_at"],
-            "score": self.score,
-            "is_confident": self.stats.is_confident,
-            "has_disagreement": self.stats.has_disagreement,
-            "agreement_score": self.stats.agreement_score,
-            "is_thin_evidence": self.stats.is_thin_evidence,
-            "conflict_peers": list(self.conflict_peers),
-            "bag_id": self.bag_id,
-            "superseded": self.superseded,
-            "explain": self.explain(),
-            "belief": self.belief,
-            "deposit": d.to_dict(),
-        }
+    @property
+    def is_demoted(self) -> bool:
+        """Its belief asserts another value: it ranks below the rest of its class."""
+        return self.belief is not None and self.belief.fact is not None and not self.belief.asserted
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,17 +124,6 @@ class SearchResults:
             is_confident=self.is_confident,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "search_results",
-            "items": [item.to_dict() for item in self.items],
-            "has_disagreement": self.has_disagreement,
-            "is_confident": self.is_confident,
-            "bag_count": self.bag_count,
-            "conflict_bag_count": self.conflict_bag_count,
-            "explain": self.explain(),
-        }
-
 
 def _peers(
     user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, BagStats]
@@ -127,12 +132,10 @@ def _peers(
     conflict_bags = {bag for _, bag, _ in hits if stats[bag].has_disagreement}
     if not conflict_bags:
         return {}
-    superseded = Contradiction.objects.filter(user_id=user_id).values("old_deposit_id")
     rows = (
-        Deposit.objects.filter(
-            user_id=user_id, bag_id__in=conflict_bags, retracted_at__isnull=True, polarity__in=DIRECTIONAL
-        )
-        .exclude(id__in=superseded)
+        Deposit.objects.filter(user_id=user_id, bag_id__in=conflict_bags)
+        .live()
+        .directional()
         .annotate(
             place=Window(
                 RowNumber(),
@@ -158,31 +161,53 @@ def _peers(
     return peers
 
 
-def _belief_blocks(
-    user_id: str, records: Iterable[DepositRecord], now: datetime
-) -> dict[str, dict[str, Any]]:
+def _hit_beliefs(user_id: str, records: Iterable[DepositRecord], now: datetime) -> dict[str, HitBelief]:
     """For hits that carry a belief: its verdict, and the probability of the hit's own value."""
     carrying = [r for r in records if r.belief is not None]
     if not carrying:
         return {}
     verdicts = verdicts_for(user_id=user_id, keys={r.belief.key for r in carrying}, now=now)  # type: ignore[union-attr]
-    blocks = {}
+    beliefs = {}
     for record in carrying:
         verdict = verdicts.get(record.belief.key)  # type: ignore[union-attr]
         if verdict is None:
             continue
         value = record.belief.value  # type: ignore[union-attr]
-        blocks[record.id] = {
-            **verdict.to_dict(),
-            "value": value,
-            "value_probability": verdict.probability_of(value),
-            "asserted": verdict.fact is not None and normalize_value(verdict.fact) == normalize_value(value),
-        }
-    return blocks
+        beliefs[record.id] = HitBelief(
+            **{f.name: getattr(verdict, f.name) for f in fields(Verdict)},
+            value=value,
+            value_probability=verdict.probability_of(value),
+            asserted=verdict.fact is not None and normalize_value(verdict.fact) == normalize_value(value),
+        )
+    return beliefs
 
 
-def _demoted(hit: SearchResult) -> bool:
-    return hit.belief is not None and hit.belief["fact"] is not None and not hit.belief["asserted"]
+def _validated(
+    user_id: str, query: str, facets: Mapping[str, Any] | None, limit: int
+) -> tuple[list[str], dict]:
+    """The query's words and the facets given; raises a validation_error naming the field."""
+    validate_user_id(user_id)
+    try:
+        words = query_words(query)
+    except EmptyQueryError as error:
+        raise invalid("q", str(error)) from error
+    if not 1 <= limit <= MAX_LIMIT:
+        raise invalid("limit", f"limit must be 1..{MAX_LIMIT}")
+    given = {name: value for name, value in (facets or {}).items() if value is not None}
+    validate_scope(given)
+    return words, given
+
+
+def _results(hits: list[SearchResult], in_conflict: Mapping[str, bool], totals: Aggregates) -> SearchResults:
+    """Conflict hits first; a value its belief no longer asserts ranks below the rest of its class."""
+    hits.sort(key=lambda h: (not in_conflict[h.id], h.is_demoted, -h.score, h.id))
+    return SearchResults(
+        items=tuple(hits),
+        has_disagreement=totals.conflict_bag_count > 0,
+        is_confident=totals.confident_bag_count > 0 and totals.conflict_bag_count == 0,
+        bag_count=totals.bag_count,
+        conflict_bag_count=totals.conflict_bag_count,
+    )
 
 
 def recall(
@@ -194,40 +219,24 @@ def recall(
     include_superseded: bool = False,
     now: datetime | None = None,
 ) -> SearchResults:
-    """Search one owner's live deposits; flags come from every matching bag, before the slice."""
-    try:
-        validate_user_id(user_id)
-        words = query_words(query)
-    except DepositValidationError as error:
-        raise ApiError("validation_error", error.message, field=error.field) from error
-    except EmptyQueryError as error:
-        raise ApiError("validation_error", str(error), field="q") from error
-    if not 1 <= limit <= MAX_LIMIT:
-        raise ApiError("validation_error", f"limit must be 1..{MAX_LIMIT}", field="limit")
-    given = {name: value for name, value in (facets or {}).items() if value is not None}
-    try:
-        validate_scope(given)
-    except DepositValidationError as error:
-        raise ApiError("validation_error", error.message, field=error.field) from error
+    """Search one owner's live deposits; flags come from every matching bag, before the slice.
+
+    A pure read: recording the recall for the Coverage pillar is `services.recall_record`.
+    """
+    words, given = _validated(user_id, query, facets, limit)
     now = now or timezone.now()
     candidates, totals, superseded = search_backend().search(
         SearchRequest(
-            user_id=user_id,
-            words=words,
-            now=now,
-            per_class=limit,
-            facets=given,
+            user_id=user_id, words=words, now=now, per_class=limit, facets=given,
             include_superseded=include_superseded,
         )
-    )
+    )  # fmt: skip
     chosen = slice_hits(candidates, limit)
-    rows = {
-        str(row.pk): row for row in Deposit.objects.filter(user_id=user_id, id__in=[c.id for c in chosen])
-    }
-    records = {record.id: record for record in deposit_records(list(rows.values()))}
+    rows = Deposit.objects.filter(user_id=user_id, id__in=[c.id for c in chosen])
+    records = {record.id: record for record in deposit_records(list(rows))}
     stats = bag_stats({c.bag_id for c in chosen})
     peers = _peers(user_id, [(c.id, c.bag_id, c.polarity) for c in chosen], stats)
-    beliefs = _belief_blocks(user_id, records.values(), now)
+    beliefs = _hit_beliefs(user_id, records.values(), now)
     hits = [
         SearchResult(
             deposit=records[c.id],
@@ -241,24 +250,7 @@ def recall(
         for c in chosen
         if c.id in records
     ]
-    in_conflict = {c.id: c.in_conflict for c in chosen}
-    # A value its belief no longer asserts ranks below the rest of its class.
-    hits.sort(key=lambda h: (not in_conflict[h.id], _demoted(h), -h.score, h.id))
-    items = tuple(hits)
-    results = SearchResults(
-        items=items,
-        has_disagreement=totals.conflict_bag_count > 0,
-        is_confident=totals.confident_bag_count > 0 and totals.conflict_bag_count == 0,
-        bag_count=totals.bag_count,
-        conflict_bag_count=totals.conflict_bag_count,
-    )
-    RecallLog.objects.create(
-        user_id=user_id,
-        created_at=now,
-        hit_count=len(items),
-        returned_confident=any(i.is_confident for i in items),
-    )
-    return results
+    return _results(hits, {c.id: c.in_conflict for c in chosen}, totals)
 
 
-__all__ = ["SearchResult", "SearchResults", "recall"]
+__all__ = ["HitBelief", "SearchResult", "SearchResults", "recall"]

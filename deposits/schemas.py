@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from atlaso_site.lib.errors import AtlasoError
+from atlaso_site.lib.paging import MAX_OFFSET
+from atlaso_site.lib.wire import (
+    DepositDetailOut,
+    DepositOut,
+    EvidenceGrade,
+    Polarity,
+    ReproStatus,
+    ScopeOut,
+    VerdictOut,
+    WireTime,
+)
+from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import FACETS
-
-Polarity = Literal["positive", "negative", "cautionary", "open"]
-EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
-ReproStatus = Literal["unreplicated", "replicated", "failed_repro"]
 
 
 class FacetsIn(Schema):
@@ -83,49 +92,8 @@ class ContradictIn(DepositFields):
     idempotency_key: str | None = None
 
 
-class ScopeOut(Schema):
-    model: str | None
-    dataset: str | None
-    env: str | None
-    version: str | None
-    n: int | None
-    seed: int | None
-    note: str | None
-
-
-class BeliefRefOut(Schema):
-    key: str
-    value: str
-
-
-class DepositOut(Schema):
-    kind: Literal["deposit"]
-    id: str
-    content: str
-    polarity: Polarity
-    evidence_grade: EvidenceGrade
-    scope: ScopeOut
-    user_id: str
-    tags: list[str]
-    contradicts: list[str]
-    artifact_refs: list[str]
-    created_at: str
-    author: str | None
-    author_role: str | None
-    repro_status: ReproStatus
-    task_id: str | None
-    channel: str | None
-    belief: BeliefRefOut | None
-
-
-class DepositDetailOut(DepositOut):
-    superseded_by: list[str]
-    retracted: bool
-    retracted_reason: str | None
-
-
 class AddResultOut(Schema):
-    kind: Literal["add_result"]
+    kind: Literal["add_result"] = "add_result"
     deposit: DepositOut
     is_idempotent_replay: bool
 
@@ -142,14 +110,21 @@ class BulkFailureError(BaseModel):
     message: str
 
 
+def _error_object(error: Any) -> Any:
+    """The envelope's inner object for a neutral error: code, message, then its details."""
+    if isinstance(error, AtlasoError):
+        return {"code": error.code, "message": error.message, **error.details}
+    return error
+
+
 class BulkFailureOut(Schema):
     index: int
-    item: dict
-    error: BulkFailureError
+    item: Annotated[dict, BeforeValidator(dict)]
+    error: Annotated[BulkFailureError, BeforeValidator(_error_object)]
 
 
 class AddManyResultOut(Schema):
-    kind: Literal["add_many_result"]
+    kind: Literal["add_many_result"] = "add_many_result"
     committed: list[DepositOut]
     duplicates: list[DepositOut]
     failed: list[BulkFailureOut]
@@ -159,7 +134,7 @@ class AddManyResultOut(Schema):
 
 
 class DepositPageOut(Schema):
-    kind: Literal["deposit_page"]
+    kind: Literal["deposit_page"] = "deposit_page"
     items: list[DepositDetailOut]
     total: int
     limit: int
@@ -167,7 +142,114 @@ class DepositPageOut(Schema):
 
 
 class RetractResultOut(Schema):
-    kind: Literal["retract_result"]
+    kind: Literal["retract_result"] = "retract_result"
     deposit_id: str
     mode: Literal["soft", "hard"]
     contradicts_preserved: list[str]
+
+
+class ListQuery(Schema):
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    include_retracted: bool = False
+
+
+class RetractQuery(Schema):
+    mode: Literal["soft", "hard"] = "soft"
+    reason: str | None = Field(None, max_length=2000)
+
+
+class RecallQuery(FacetsIn):
+    q: str = Field(..., max_length=10000)
+    limit: int = Field(10, ge=1, le=MAX_LIMIT)
+    include_superseded: bool = False
+
+
+class BeliefOnHitOut(VerdictOut):
+    value: str
+    value_probability: float
+    asserted: bool
+
+
+class SearchResultOut(Schema):
+    kind: Literal["search_result"] = "search_result"
+    id: str
+    content: str
+    polarity: Polarity
+    evidence_grade: EvidenceGrade
+    scope: ScopeOut
+    tags: list[str]
+    created_at: WireTime
+    score: float
+    is_confident: bool
+    has_disagreement: bool
+    agreement_score: float
+    is_thin_evidence: bool
+    conflict_peers: list[str]
+    bag_id: str
+    superseded: bool
+    explain: str
+    belief: BeliefOnHitOut | None
+    deposit: DepositOut
+
+
+class SearchResultsOut(Schema):
+    kind: Literal["search_results"] = "search_results"
+    items: list[SearchResultOut]
+    has_disagreement: bool
+    is_confident: bool
+    bag_count: int
+    conflict_bag_count: int
+    explain: str
+
+
+class CountsOut(Schema):
+    positive: int
+    negative: int
+    cautionary: int
+    open: int
+
+
+class BagScopeOut(Schema):
+    model: str | None
+    dataset: str | None
+    env: str | None
+    version: str | None
+    n: int | None
+    seed: int | None
+
+
+class BagOut(Schema):
+    kind: Literal["bag"] = "bag"
+    bag_id: str
+    user_id: str
+    scope: BagScopeOut
+    size: int
+    counts: CountsOut
+    dominant_polarity: Polarity | None
+    agreement_score: float
+    has_disagreement: bool
+    is_thin_evidence: bool
+    is_confident: bool
+    resolved: bool
+    updated_at: WireTime
+
+
+class BagDepositOut(DepositDetailOut):
+    state: Literal["live", "superseded"]
+
+
+class BagDetailOut(BagOut):
+    deposits: list[BagDepositOut]
+
+
+class BagPageOut(Schema):
+    kind: Literal["bag_page"] = "bag_page"
+    items: list[BagOut]
+    total: int
+
+
+class BagQuery(FacetsIn):
+    conflict: bool | None = None
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)

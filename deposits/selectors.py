@@ -5,24 +5,23 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from django.db.models import Q
 
-from beliefs.errors import ApiError
+from atlaso_site.lib.errors import not_found
+from atlaso_site.lib.paging import Page
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.domain.validation import DepositValidationError, validate_user_id
+from deposits.domain.validation import validate_user_id
 from deposits.models import Contradiction, Deposit
 
 
-def as_api_error(error: DepositValidationError) -> ApiError:
-    """A broken field rule as the API's validation_error, with `allowed` for an enum."""
-    details: dict[str, Any] = {"field": error.field}
-    if error.allowed is not None:
-        details["allowed"] = error.allowed
-    return ApiError("validation_error", error.message, **details)
+def as_uuid(raw: str) -> uuid.UUID | None:
+    """The UUID `raw` spells, or None: an id of any other shape names no deposit."""
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        return None
 
 
 def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[uuid.UUID, list[str]]]:
@@ -43,7 +42,11 @@ def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[u
 
 
 def record_from_row(
-    row: Deposit, *, contradicts: Iterable[str] = (), extra: dict[str, Any] | None = None
+    row: Deposit,
+    *,
+    contradicts: Iterable[str] = (),
+    superseded_by: Iterable[str] = (),
+    with_state: bool = False,
 ) -> DepositRecord:
     return DepositRecord(
         id=str(row.pk),
@@ -70,37 +73,34 @@ def record_from_row(
         task_id=row.task_id,
         channel=row.channel,
         belief=BeliefRef(row.belief_key, row.belief_value) if row.belief_key and row.belief_value else None,
-        extra=extra or {},
+        superseded_by=tuple(superseded_by),
+        retracted_at=row.retracted_at if with_state else None,
+        retracted_reason=row.retracted_reason if with_state else None,
     )
 
 
 def deposit_records(rows: Sequence[Deposit], *, with_state: bool = False) -> list[DepositRecord]:
     """Domain records for rows, edges included, in two queries whatever the count.
 
-    `with_state` adds what only an audit view needs: superseded_by, retracted, retracted_reason.
+    `with_state` adds what only an audit view needs: superseded_by and the retraction.
     """
     outgoing, incoming = _edges([row.pk for row in rows])
-    records = []
-    for row in rows:
-        extra = None
-        if with_state:
-            extra = {
-                "superseded_by": incoming.get(row.pk, []),
-                "retracted": row.retracted_at is not None,
-                "retracted_reason": row.retracted_reason,
-            }
-        records.append(record_from_row(row, contradicts=outgoing.get(row.pk, []), extra=extra))
-    return records
+    return [
+        record_from_row(
+            row,
+            contradicts=outgoing.get(row.pk, []),
+            superseded_by=incoming.get(row.pk, []) if with_state else (),
+            with_state=with_state,
+        )
+        for row in rows
+    ]
 
 
 def _row(user_id: str, deposit_id: str) -> Deposit:
-    try:
-        key = uuid.UUID(deposit_id)
-    except ValueError:
-        key = None
+    key = as_uuid(deposit_id)
     row = Deposit.objects.filter(user_id=user_id, id=key).first() if key else None
     if row is None:
-        raise ApiError("not_found", f"no deposit {deposit_id!r} for user {user_id!r}")
+        raise not_found(f"no deposit {deposit_id!r} for user {user_id!r}")
     return row
 
 
@@ -113,34 +113,14 @@ def deposit_detail(user_id: str, deposit_id: str) -> DepositRecord:
     return deposit_records([_row(user_id, deposit_id)], with_state=True)[0]
 
 
-@dataclass(frozen=True, slots=True)
-class DepositPage:
-    items: list[DepositRecord]
-    total: int
-    limit: int
-    offset: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "deposit_page",
-            "items": [item.to_dict() for item in self.items],
-            "total": self.total,
-            "limit": self.limit,
-            "offset": self.offset,
-        }
-
-
 def deposit_page(
     *, user_id: str, limit: int = 50, offset: int = 0, include_retracted: bool = False
-) -> DepositPage:
+) -> Page[DepositRecord]:
     """The owner's deposits, newest first; a user_id no deposit could have is a 422, not an empty page."""
-    try:
-        validate_user_id(user_id)
-    except DepositValidationError as error:
-        raise as_api_error(error) from error
+    validate_user_id(user_id)
     rows = Deposit.objects.filter(user_id=user_id)
     if not include_retracted:
-        rows = rows.filter(retracted_at__isnull=True)
+        rows = rows.not_retracted()
     total = rows.count()
     page = list(rows.order_by("-created_at", "-id")[offset : offset + limit])
-    return DepositPage(items=deposit_records(page, with_state=True), total=total, limit=limit, offset=offset)
+    return Page(items=deposit_records(page, with_state=True), total=total, limit=limit, offset=offset)

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from atlaso_site.lib.errors import (
+    GATE_REJECTED,
+    IDEMPOTENCY_CONFLICT,
+    MISSING_CONTRADICTS,
+    VALIDATION_ERROR,
+    AtlasoError,
+    invalid,
+    not_found,
+)
 from beliefs.domain.values import BeliefInputError, clean_observed_at
-from beliefs.errors import ApiError
 from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
 from deposits.bagcounts import NewDeposits, bags_add_deposits, bags_recount, search_text
@@ -27,6 +35,7 @@ from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerpr
 from deposits.domain.types import BeliefRef
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import (
+    BeliefClaim,
     DepositDraft,
     DepositValidationError,
     validate_deposit,
@@ -35,8 +44,9 @@ from deposits.domain.validation import (
     validate_scope,
     validate_user_id,
 )
-from deposits.models import Contradiction, Deposit, IdempotencyEntry
-from deposits.selectors import as_api_error, deposit_record, deposit_records
+from deposits.models import Contradiction, Deposit, IdempotencyEntry, RecallLog
+from deposits.recall import SearchResults
+from deposits.selectors import as_uuid, deposit_record, deposit_records
 
 MAX_BULK_ITEMS = 1000
 DEPOSIT_COLUMNS = (
@@ -61,22 +71,12 @@ class AddResult:
     def id(self) -> str:
         return self.deposit.id
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "add_result",
-            "deposit": self.deposit.to_dict(),
-            "is_idempotent_replay": self.is_idempotent_replay,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class BulkReject:
     index: int
     item: Mapping[str, Any]
-    error: ApiError
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "item": dict(self.item), "error": self.error.to_dict()["error"]}
+    error: AtlasoError
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,17 +94,6 @@ class AddManyResult:
     def all_succeeded(self) -> bool:
         return not self.failed
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "add_many_result",
-            "committed": [d.to_dict() for d in self.committed],
-            "duplicates": [d.to_dict() for d in self.duplicates],
-            "failed": [f.to_dict() for f in self.failed],
-            "is_partial": self.is_partial,
-            "total": self.total,
-            "all_succeeded": self.all_succeeded,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class RetractResult:
@@ -112,24 +101,15 @@ class RetractResult:
     mode: str
     contradicts_preserved: tuple[str, ...] = field(default=())
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "retract_result",
-            "deposit_id": self.deposit_id,
-            "mode": self.mode,
-            "contradicts_preserved": list(self.contradicts_preserved),
-        }
-
 
 def _validate_key(key: Any) -> str | None:
     if key is None:
         return None
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise ApiError(
-            "validation_error",
+        raise invalid(
+            "idempotency_key",
             f"idempotency_key must be 1..{MAX_KEY_LENGTH} characters; compute one with "
             "idempotency_key(*parts) (see the README)",
-            field="idempotency_key",
         )
     return key
 
@@ -140,7 +120,7 @@ def _fingerprint(draft: DepositDraft, reason: str) -> str:
             "content": draft.content,
             "polarity": draft.polarity,
             "evidence_grade": draft.evidence_grade,
-            "scope": draft.scope.to_dict(),
+            "scope": asdict(draft.scope),
             "tags": list(draft.tags),
             "artifact_refs": list(draft.artifact_refs),
             "contradicts": list(draft.contradicts),
@@ -148,17 +128,23 @@ def _fingerprint(draft: DepositDraft, reason: str) -> str:
             "author_role": draft.author_role,
             "task_id": draft.task_id,
             "repro_status": draft.repro_status,
-            "belief": draft.belief.to_dict() if draft.belief else None,
+            "belief": _belief_fingerprint(draft.belief),
             "reason": reason,
         }
     )
 
 
-def _as_uuid(raw: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
+def _belief_fingerprint(claim: BeliefClaim | None) -> dict[str, Any] | None:
+    """The belief part of a payload's fingerprint; its form is stored, so it never changes."""
+    if claim is None:
         return None
+    return {
+        "key": claim.key,
+        "value": claim.value,
+        "content_confidence": claim.content_confidence,
+        "taint_tier": claim.taint_tier,
+        "observed_at": claim.observed_at.isoformat() if claim.observed_at else None,
+    }
 
 
 @dataclass
@@ -175,16 +161,16 @@ class _Pending:
     # Another item of the same batch with the same key and payload: this one replays it.
     follows: _Pending | None = None
 
-    def fail(self, error: ApiError) -> None:
+    def fail(self, error: AtlasoError) -> None:
         self.outcome = ("failed", error)
 
 
-def _gate(draft: DepositDraft) -> ApiError | None:
+def _gate(draft: DepositDraft) -> AtlasoError | None:
     decision = gate.judge(draft)
     if decision.accepted:
         return None
-    return ApiError(
-        "gate_rejected", f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason
+    return AtlasoError(
+        GATE_REJECTED, f"the gate refused this claim: {decision.reason}", gate_reason=decision.reason
     )
 
 
@@ -194,7 +180,7 @@ def _lock_targets(user_id: str, pending: Sequence[_Pending]) -> dict[str, Deposi
     A retraction locks its deposit first too, so a concurrent retraction or erasure runs
     wholly before or after this write (an erased id is then missing), never deadlocks with it.
     """
-    wanted = {u for p in pending for raw in p.draft.contradicts if (u := _as_uuid(raw)) is not None}
+    wanted = {u for p in pending for raw in p.draft.contradicts if (u := as_uuid(raw)) is not None}
     if not wanted:
         return {}
     rows = (
@@ -217,40 +203,37 @@ def _lock_targets(user_id: str, pending: Sequence[_Pending]) -> dict[str, Deposi
 
 
 def _missing_targets(raw_ids: Sequence[str], found: Mapping[str, Deposit]) -> list[str]:
-    return [raw for raw in raw_ids if str(_as_uuid(raw)) not in found]
+    return [raw for raw in raw_ids if str(as_uuid(raw)) not in found]
 
 
-def _missing_error(missing: list[str]) -> ApiError:
-    return ApiError(
-        "missing_contradicts",
+def _missing_error(missing: list[str]) -> AtlasoError:
+    return AtlasoError(
+        MISSING_CONTRADICTS,
         "contradicts lists ids that are not deposits of this user; check the ids "
         "(an erased deposit cannot be contradicted, and a batch cannot contradict its own items)",
         missing=missing,
     )
 
 
-def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
-    """Claim each item's idempotency key, or decide it is a replay or a conflict.
-
-    The unique (user_id, key) constraint decides: of any number of concurrent claims exactly
-    one inserts; the others wait for its transaction, then find its row. Entries older than
-    the window are removed first, so correctness never waits for the cleanup job. Entries
-    point at the deposit id chosen in advance (the foreign key is checked at commit).
-    """
+def _key_owners(pending: Sequence[_Pending]) -> dict[str, _Pending]:
+    """The first item of the batch for each key; later items replay it or conflict with it."""
     owners: dict[str, _Pending] = {}
     for item in pending:
         if item.key is None or item.outcome is not None:
             continue
         item.fingerprint = _fingerprint(item.draft, item.reason)
         first = owners.setdefault(item.key, item)
-        if first is not item:
-            if first.fingerprint == item.fingerprint:
-                item.follows = first
-            else:
-                item.fail(_conflict(item.key, first.deposit_id))
-    if not owners:
-        return
-    keys = list(owners)
+        if first is item:
+            continue
+        if first.fingerprint == item.fingerprint:
+            item.follows = first
+        else:
+            item.fail(_conflict(item.key, first.deposit_id))
+    return owners
+
+
+def _delete_expired_keys(user_id: str, keys: list[str], now: datetime) -> None:
+    """Entries older than the window are removed first, so correctness never waits for the job."""
     cutoff = connection.ops.adapt_datetimefield_value(now - WINDOW)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -265,16 +248,10 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
                 f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
                 [user_id, *keys, cutoff],
             )
-    returned = insert_rows(
-        "deposits_idempotencyentry",
-        IDEMPOTENCY_COLUMNS,
-        [(user_id, key, owners[key].fingerprint, owners[key].deposit_id, now) for key in keys],
-        "ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
-    )
-    claimed = {row[0] for row in returned}
-    taken = [key for key in keys if key not in claimed]
-    if not taken:
-        return
+
+
+def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list[str], now: datetime) -> None:
+    """Keys another write holds: the same payload is a replay of its deposit, another a conflict."""
     existing = {
         entry.key: entry
         for entry in IdempotencyEntry.objects.filter(
@@ -289,9 +266,33 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
             item.fail(_conflict(key, entry.deposit_id if entry else None))
 
 
-def _conflict(key: str, existing_id: uuid.UUID | None) -> ApiError:
-    return ApiError(
-        "idempotency_conflict",
+def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
+    """Claim each item's idempotency key, or decide it is a replay or a conflict.
+
+    The unique (user_id, key) constraint decides: of any number of concurrent claims exactly
+    one inserts; the others wait for its transaction, then find its row. Entries point at the
+    deposit id chosen in advance (the foreign key is checked at commit).
+    """
+    owners = _key_owners(pending)
+    if not owners:
+        return
+    keys = list(owners)
+    _delete_expired_keys(user_id, keys, now)
+    returned = insert_rows(
+        "deposits_idempotencyentry",
+        IDEMPOTENCY_COLUMNS,
+        [(user_id, key, owners[key].fingerprint, owners[key].deposit_id, now) for key in keys],
+        "ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
+    )
+    claimed = {row[0] for row in returned}
+    taken = [key for key in keys if key not in claimed]
+    if taken:
+        _settle_taken_keys(user_id, owners, taken, now)
+
+
+def _conflict(key: str, existing_id: uuid.UUID | None) -> AtlasoError:
+    return AtlasoError(
+        IDEMPOTENCY_CONFLICT,
         "this idempotency_key was already used within 24 hours for a different payload; "
         "use a new key for a new write, or resend the original payload to replay it",
         idempotency_key=key,
@@ -318,7 +319,7 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
                 )
             clean_observed_at(claim.observed_at or now, now=now)
         except BeliefInputError as error:
-            item.fail(ApiError("validation_error", error.message, field=f"belief.{error.field}"))
+            item.fail(invalid(f"belief.{error.field}", error.message))
 
 
 def _write_batch(
@@ -387,7 +388,7 @@ def _insert(
         Contradiction(
             user_id=user_id,
             new_deposit_id=item.deposit_id,
-            old_deposit=targets[str(_as_uuid(raw))],
+            old_deposit=targets[str(as_uuid(raw))],
             reason=item.reason,
             created_at=now,
         )
@@ -405,7 +406,7 @@ def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> Deposit
     return DepositRecord(
         id=str(item.deposit_id), content=draft.content, polarity=draft.polarity, evidence_grade=draft.evidence_grade,
         scope=draft.scope, user_id=draft.user_id, created_at=now, tags=draft.tags,
-        contradicts=tuple(dict.fromkeys(str(_as_uuid(raw)) for raw in draft.contradicts)),
+        contradicts=tuple(dict.fromkeys(str(as_uuid(raw)) for raw in draft.contradicts)),
         artifact_refs=draft.artifact_refs, author=draft.author, author_role=draft.author_role,
         repro_status=draft.repro_status, task_id=draft.task_id, channel=channel,
         belief=BeliefRef(draft.belief.key, draft.belief.value) if draft.belief else None,
@@ -433,117 +434,89 @@ def deposit_add(
     *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
 ) -> AddResult:
     """Add one deposit (through the gate); with a key, a retry within 24 h is a replay."""
-    try:
-        draft = validate_deposit(user_id, data)
-    except DepositValidationError as error:
-        raise as_api_error(error) from error
+    draft = validate_deposit(user_id, data)
     return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason="")
+
+
+def _inherited_scope(user_id: str, draft: DepositDraft) -> DepositDraft:
+    """A correction sent without a scope lands in the bag of the first deposit it contradicts."""
+    first = Deposit.objects.filter(user_id=user_id, id=as_uuid(draft.contradicts[0])).first()
+    if first is None:
+        raise _missing_error(_missing_targets(draft.contradicts, {}))
+    inherited = validate_scope(
+        {
+            "model": first.scope_model,
+            "dataset": first.scope_dataset,
+            "env": first.scope_env,
+            "version": first.scope_version,
+            "n": first.scope_n,
+            "seed": first.scope_seed,
+            "note": first.scope_note,
+        }
+    )
+    return replace(draft, scope=inherited)
 
 
 def deposit_contradict(
     *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
 ) -> AddResult:
     """Write a correction that supersedes the listed deposits; scope defaults to the first one's."""
-    try:
-        validate_user_id(user_id)
-        reason = validate_reason(data.get("reason"))
-        contradicts = data.get("contradicts")
-        if not isinstance(contradicts, list) or not contradicts:
-            raise DepositValidationError(
-                "contradicts", "contradicts must list at least one id of the deposit(s) this corrects"
-            )
-        draft = validate_deposit(user_id, data)
-    except DepositValidationError as error:
-        raise as_api_error(error) from error
-    if data.get("scope") is None:
-        first = Deposit.objects.filter(user_id=user_id, id=_as_uuid(draft.contradicts[0])).first()
-        if first is None:
-            raise _missing_error(_missing_targets(draft.contradicts, {}))
-        inherited = validate_scope(
-            {
-                "model": first.scope_model,
-                "dataset": first.scope_dataset,
-                "env": first.scope_env,
-                "version": first.scope_version,
-                "n": first.scope_n,
-                "seed": first.scope_seed,
-                "note": first.scope_note,
-            }
+    validate_user_id(user_id)
+    reason = validate_reason(data.get("reason"))
+    contradicts = data.get("contradicts")
+    if not isinstance(contradicts, list) or not contradicts:
+        raise DepositValidationError(
+            "contradicts", "contradicts must list at least one id of the deposit(s) this corrects"
         )
-        draft = replace(draft, scope=inherited)
+    draft = validate_deposit(user_id, data)
+    if data.get("scope") is None:
+        draft = _inherited_scope(user_id, draft)
     return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
 
 
-def deposit_add_many(
-    *, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None
-) -> AddManyResult:
-    """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing.
-
-    Validation and the gate run first, in Python; the accepted items are then written in one
-    batch. Should the batch hit a database error, the items are retried one by one, each in
-    its own savepoint, so one bad item cannot take the others down.
-    """
+def _bulk_item(index: int, item: Mapping[str, Any], user_id: str) -> _Pending | BulkReject:
+    """One bulk item validated and judged by the gate, or the reason it was refused."""
     try:
-        validate_user_id(user_id)
-        mode = validate_enum("on_gate_reject", on_gate_reject, default="skip")
-    except DepositValidationError as error:
-        raise as_api_error(error) from error
-    if len(items) > MAX_BULK_ITEMS:
-        raise ApiError(
-            "validation_error",
-            f"items holds {len(items)} entries; at most {MAX_BULK_ITEMS} per call. Send several batches: "
-            "the idempotency keys make retrying any of them safe.",
-            field="items",
-        )
-    pending: list[tuple[int, _Pending]] = []
-    failed: list[BulkReject] = []
-    for index, item in enumerate(items):
-        try:
-            key = _validate_key(item.get("idempotency_key"))
-            if key is None:
-                raise ApiError(
-                    "validation_error",
-                    "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
-                    field="idempotency_key",
-                )
-            draft = validate_deposit(user_id, item)
-        except DepositValidationError as error:
-            failed.append(BulkReject(index=index, item=item, error=as_api_error(error)))
-            continue
-        except ApiError as error:
-            failed.append(BulkReject(index=index, item=item, error=error))
-            continue
-        rejection = _gate(draft)
-        if rejection is not None:
-            failed.append(BulkReject(index=index, item=item, error=rejection))
-            continue
-        pending.append((index, _Pending(draft=draft, key=key)))
-    if failed and mode == "abort":
-        return AddManyResult(failed=tuple(failed))
-    now = timezone.now()
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                _write_batch(user_id, [p for _, p in pending], channel_name=channel, now=now)
-        except IntegrityError:
-            for _, item in pending:
-                item.outcome, item.follows = None, None
-                try:
-                    with transaction.atomic():
-                        _write_batch(user_id, [item], channel_name=channel, now=now)
-                except IntegrityError as error:
-                    item.fail(ApiError("validation_error", f"the database refused this item: {error}"))
-        failed += [
-            BulkReject(index=index, item=items[index], error=p.outcome[1])
-            for index, p in pending
-            if p.outcome is not None and p.outcome[0] == "failed"
-        ]
-        failed.sort(key=lambda reject: reject.index)
-        if failed and mode == "abort":
-            transaction.set_rollback(True)
-            return AddManyResult(failed=tuple(failed))
-    written = [p for _, p in pending if p.outcome is not None and p.outcome[0] != "failed"]
-    # What was just written is known without reading it back; replays are read.
+        key = _validate_key(item.get("idempotency_key"))
+        if key is None:
+            raise invalid(
+                "idempotency_key",
+                "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
+            )
+        draft = validate_deposit(user_id, item)
+    except AtlasoError as error:
+        return BulkReject(index=index, item=item, error=error)
+    rejection = _gate(draft)
+    if rejection is not None:
+        return BulkReject(index=index, item=item, error=rejection)
+    return _Pending(draft=draft, key=key)
+
+
+def _write_bulk(user_id: str, pending: Sequence[_Pending], *, channel: str | None, now: datetime) -> None:
+    """Write the batch at once; on a database error, item by item, each in its own savepoint."""
+    try:
+        with transaction.atomic():
+            _write_batch(user_id, pending, channel_name=channel, now=now)
+    except IntegrityError:
+        for item in pending:
+            item.outcome, item.follows = None, None
+            try:
+                with transaction.atomic():
+                    _write_batch(user_id, [item], channel_name=channel, now=now)
+            except IntegrityError as error:
+                item.fail(AtlasoError(VALIDATION_ERROR, f"the database refused this item: {error}"))
+
+
+def _bulk_result(
+    user_id: str,
+    pending: Sequence[_Pending],
+    failed: Sequence[BulkReject],
+    *,
+    channel: str | None,
+    now: datetime,
+) -> AddManyResult:
+    """What was just written is known without reading it back; replays are read."""
+    written = [p for p in pending if p.outcome is not None and p.outcome[0] != "failed"]
     committed = tuple(_record_of(p, channel=channel, now=now) for p in written if p.outcome[0] == "committed")
     replayed = [p.outcome[1] for p in written if p.outcome[0] == "replay"]
     records = {
@@ -558,36 +531,58 @@ def deposit_add_many(
     )
 
 
+def deposit_add_many(
+    *, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None
+) -> AddManyResult:
+    """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing.
+
+    Validation and the gate run first, in Python; the accepted items are then written in one
+    batch. Should the batch hit a database error, the items are retried one by one, each in
+    its own savepoint, so one bad item cannot take the others down.
+    """
+    validate_user_id(user_id)
+    mode = validate_enum("on_gate_reject", on_gate_reject, default="skip")
+    if len(items) > MAX_BULK_ITEMS:
+        raise invalid(
+            "items",
+            f"items holds {len(items)} entries; at most {MAX_BULK_ITEMS} per call. Send several batches: "
+            "the idempotency keys make retrying any of them safe.",
+        )
+    judged = [_bulk_item(index, item, user_id) for index, item in enumerate(items)]
+    failed = [j for j in judged if isinstance(j, BulkReject)]
+    pending = {index: j for index, j in enumerate(judged) if isinstance(j, _Pending)}
+    if failed and mode == "abort":
+        return AddManyResult(failed=tuple(failed))
+    now = timezone.now()
+    with transaction.atomic():
+        _write_bulk(user_id, list(pending.values()), channel=channel, now=now)
+        failed += [
+            BulkReject(index=index, item=items[index], error=p.outcome[1])
+            for index, p in pending.items()
+            if p.outcome is not None and p.outcome[0] == "failed"
+        ]
+        failed.sort(key=lambda reject: reject.index)
+        if failed and mode == "abort":
+            transaction.set_rollback(True)
+            return AddManyResult(failed=tuple(failed))
+    return _bulk_result(user_id, list(pending.values()), failed, channel=channel, now=now)
+
+
 def deposit_retract(
     *, user_id: str, deposit_id: str, mode: str = "soft", reason: str | None = None
 ) -> RetractResult:
     """Soft: mark retracted and keep every edge. Hard: erase the row, its index entry and edges."""
-    try:
-        validate_user_id(user_id)
-        mode = validate_enum("mode", mode, default="soft")
-    except DepositValidationError as error:
-        raise as_api_error(error) from error
-    target = _as_uuid(deposit_id)
+    validate_user_id(user_id)
+    mode = validate_enum("mode", mode, default="soft")
+    target = as_uuid(deposit_id)
     with transaction.atomic():
         row = (
             Deposit.objects.select_for_update().filter(user_id=user_id, id=target).first() if target else None
         )
         if row is None:
-            raise ApiError("not_found", f"no deposit {deposit_id!r} for user {user_id!r}")
+            raise not_found(f"no deposit {deposit_id!r} for user {user_id!r}")
         if mode == "soft":
-            if row.retracted_at is None:
-                Deposit.objects.filter(pk=row.pk).update(
-                    retracted_at=timezone.now(), retracted_reason=reason or ""
-                )
-                bags_recount([row.bag_id])
-                observations_withdraw(user_id=user_id, deposit_id=str(row.pk))
-            preserved = tuple(
-                str(i)
-                for i in Contradiction.objects.filter(old_deposit=row)
-                .order_by("created_at")
-                .values_list("new_deposit_id", flat=True)
-            )
-            return RetractResult(deposit_id=str(row.pk), mode="soft", contradicts_preserved=preserved)
+            return _soft_retract(row, reason)
         # Hard erasure: the deposits this one superseded may become live again.
         affected = {
             row.bag_id,
@@ -600,16 +595,28 @@ def deposit_retract(
     return RetractResult(deposit_id=deposit_id, mode="hard")
 
 
-__all__ = [
-    "AddManyResult",
-    "AddResult",
-    "RetractResult",
-    "deposit_add",
-    "deposit_add_many",
-    "deposit_contradict",
-    "deposit_retract",
-    "idempotency_expire",
-]
+def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
+    if row.retracted_at is None:
+        Deposit.objects.filter(pk=row.pk).update(retracted_at=timezone.now(), retracted_reason=reason or "")
+        bags_recount([row.bag_id])
+        observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
+    preserved = tuple(
+        str(i)
+        for i in Contradiction.objects.filter(old_deposit=row)
+        .order_by("created_at")
+        .values_list("new_deposit_id", flat=True)
+    )
+    return RetractResult(deposit_id=str(row.pk), mode="soft", contradicts_preserved=preserved)
+
+
+def recall_record(*, user_id: str, results: SearchResults, now: datetime | None = None) -> None:
+    """Count an agent's recall toward the owner's Coverage pillar (the dashboard's playground does not)."""
+    RecallLog.objects.create(
+        user_id=user_id,
+        created_at=now or timezone.now(),
+        hit_count=len(results),
+        returned_confident=any(hit.is_confident for hit in results),
+    )
 
 
 def idempotency_expire(*, now: datetime | None = None) -> int:
@@ -621,3 +628,16 @@ def idempotency_expire(*, now: datetime | None = None) -> int:
     cutoff = (now or timezone.now()) - WINDOW
     deleted, _ = IdempotencyEntry.objects.filter(created_at__lte=cutoff).delete()
     return deleted
+
+
+__all__ = [
+    "AddManyResult",
+    "AddResult",
+    "RetractResult",
+    "deposit_add",
+    "deposit_add_many",
+    "deposit_contradict",
+    "deposit_retract",
+    "idempotency_expire",
+    "recall_record",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,33 +12,32 @@ from django.db.models.functions import Cast, Greatest
 from django.utils import timezone
 
 from beliefs.models import CalibrationOutcome
-from deposits.bags import present, with_conflict
-from deposits.domain.types import DIRECTIONAL
-from deposits.models import Contradiction, Deposit, RecallLog, ScopeBag
+from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
+from deposits.domain.types import Deposit as DepositRecord
+from deposits.models import Deposit, RecallLog, ScopeBag
 from deposits.selectors import deposit_records
-from diagnostics.domain.calibration import Scored, brier, ece, reliability_diagram
+from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, Pillars
 
 
 def _bag_aggregates(user_id: str) -> dict[str, Any]:
-    directional = F("live_positive") + F("live_negative") + F("live_cautionary")
-    size = directional + F("live_open")
-    kept_kinds = sum((present(f"kept_{p}") for p in DIRECTIONAL[1:]), start=present(f"kept_{DIRECTIONAL[0]}"))
-    bags = ScopeBag.objects.filter(user_id=user_id).annotate(
-        directional=directional,
-        size=size,
-        dominant=Greatest("live_positive", "live_negative", "live_cautionary"),
-        kept_kinds=kept_kinds,
+    bags = (
+        ScopeBag.objects.filter(user_id=user_id)
+        .with_rules()
+        .annotate(
+            size=F("directional") + F("live_open"),
+            dominant=Greatest("live_positive", "live_negative", "live_cautionary"),
+        )
     )
+    # Precision looks at every bag that is not thin evidence, whatever its sides.
+    multi = Q(directional__gt=THIN_MAX_DIRECTIONAL)
     return bags.aggregate(
         live_bags=Count("id", filter=Q(size__gt=0)),
         singleton_bags=Count("id", filter=Q(size=1)),
-        multi_bags=Count("id", filter=Q(directional__gte=2)),
-        agreement_sum=Sum(
-            Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=Q(directional__gte=2)
-        ),
-        split_bags=Count("id", filter=Q(kept_kinds__gte=2)),
-        resolved_bags=Count("id", filter=Q(kept_kinds__gte=2, kept_superseded__gt=0)),
+        multi_bags=Count("id", filter=multi),
+        agreement_sum=Sum(Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=multi),
+        split_bags=Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
+        resolved_bags=Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)),
         deposit_count=Sum("size"),
     )
 
@@ -64,45 +64,75 @@ def health(*, user_id: str, window_days: int = 30, now: datetime | None = None) 
 RECENT = timedelta(days=7)
 
 
-def peek(*, user_id: str, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class PeekView:
+    """A glance at an owner: newest live deposits, how many are kept, FMI, recent conflict."""
+
+    user_id: str
+    deposits: list[DepositRecord]
+    total_count: int
+    fmi: int
+    has_recent_disagreements: bool
+
+
+def peek(*, user_id: str, limit: int = 10, now: datetime | None = None) -> PeekView:
     """The newest live deposits, the count of non-retracted ones, FMI, and recent conflict."""
     now = now or timezone.now()
-    superseded = Contradiction.objects.filter(user_id=user_id).values("old_deposit_id")
-    live = Deposit.objects.filter(user_id=user_id, retracted_at__isnull=True).exclude(id__in=superseded)
+    live = Deposit.objects.filter(user_id=user_id).live()
     newest = list(live.order_by("-created_at", "-id")[:limit])
-    total = Deposit.objects.filter(user_id=user_id, retracted_at__isnull=True).count()
+    total = Deposit.objects.filter(user_id=user_id).not_retracted().count()
     conflict_bags = (
-        with_conflict(ScopeBag.objects.filter(user_id=user_id, last_deposit_at__gte=now - RECENT))
-        .filter(directional_kinds__gte=2)
-        .values("id")
+        ScopeBag.objects.filter(user_id=user_id, last_deposit_at__gte=now - RECENT).in_conflict().values("id")
     )
     recent_conflict = live.filter(bag_id__in=conflict_bags, created_at__gte=now - RECENT).exists()
-    return {
-        "kind": "peek_view",
-        "user_id": user_id,
-        "deposits": [record.to_dict() for record in deposit_records(newest)],
-        "total_count": total,
-        "fmi": health(user_id=user_id, now=now).fmi,
-        "has_recent_disagreements": recent_conflict,
-    }
+    return PeekView(
+        user_id=user_id,
+        deposits=deposit_records(newest),
+        total_count=total,
+        fmi=health(user_id=user_id, now=now).fmi,
+        has_recent_disagreements=recent_conflict,
+    )
 
 
-def calibration() -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TierCalibration:
+    outcomes: int
+    brier: float | None
+    ece: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How well belief probabilities matched confirmed outcomes, overall and per tier."""
+
+    outcomes: int
+    brier: float | None
+    ece: float | None
+    per_tier: dict[str, TierCalibration]
+    diagram: list[DiagramBin]
+    is_frequency: bool
+
+    @property
+    def outcomes_needed(self) -> int:
+        """How many more confirmations before probabilities may be read as frequencies."""
+        return max(0, settings.BELIEF_CALIBRATION_MIN_OUTCOMES - self.outcomes)
+
+
+def calibration() -> Calibration:
     """Brier and ECE over every confirmation outcome, for the deployment and per tier."""
     rows = list(CalibrationOutcome.objects.values_list("top_probability", "correct", "tier"))
     scored = [Scored(p, c) for p, c, _ in rows]
     per_tier: dict[str, list[Scored]] = {}
     for probability, correct, tier in rows:
         per_tier.setdefault(tier or "none", []).append(Scored(probability, correct))
-    return {
-        "kind": "calibration",
-        "outcomes": len(scored),
-        "brier": brier(scored),
-        "ece": ece(scored),
-        "per_tier": {
-            tier: {"outcomes": len(items), "brier": brier(items), "ece": ece(items)}
+    return Calibration(
+        outcomes=len(scored),
+        brier=brier(scored),
+        ece=ece(scored),
+        per_tier={
+            tier: TierCalibration(outcomes=len(items), brier=brier(items), ece=ece(items))
             for tier, items in sorted(per_tier.items())
         },
-        "diagram": reliability_diagram(scored),
-        "is_frequency": len(scored) >= settings.BELIEF_CALIBRATION_MIN_OUTCOMES,
-    }
+        diagram=reliability_diagram(scored),
+        is_frequency=len(scored) >= settings.BELIEF_CALIBRATION_MIN_OUTCOMES,
+    )

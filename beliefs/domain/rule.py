@@ -112,19 +112,6 @@ class RevisionFacts:
     posterior: float
     shift: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict for the revision log."""
-        return {
-            "reliability": self.reliability,
-            "likelihood_ratio": self.likelihood_ratio,
-            "floor": self.floor,
-            "lifted": self.lifted,
-            "effective": self.effective,
-            "prior": self.prior,
-            "posterior": self.posterior,
-            "shift": self.shift,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -261,99 +248,128 @@ def _total_variation(before: BeliefState, after: BeliefState) -> float:
     return 0.5 * math.fsum(differences)
 
 
-def apply(
-    state: BeliefState, observation: Observation, settings: RuleSettings = DEFAULT_SETTINGS
+def _latest(known: datetime | None, moment: datetime) -> datetime:
+    """Return the later of `known` and `moment`; `moment` when nothing is known yet."""
+    return moment if known is None else max(known, moment)
+
+
+def _apply_sub_pivot(
+    state: BeliefState, display: str, key: str, claimed_at: datetime, r: float
 ) -> tuple[BeliefState, RevisionFacts]:
-    """Fold one observation into `state`; return the new state and what the step did."""
-    display = clean_value(observation.value)
-    key = normalize_value(display)
-    claimed_at = observation.observed_at.astimezone(UTC)
-    updated_at = claimed_at if state.updated_at is None else max(state.updated_at, claimed_at)
-    r = reliability(
-        ceiling=observation.ceiling,
-        taint_ceiling=observation.taint_ceiling,
-        content_confidence=observation.content_confidence,
-        settings=settings,
-    )
+    """Count an observation at or below the pivot: no mass moves; a new value is noted as inert."""
     existing = state.candidate(key)
     prior = 0.0 if existing is None else existing.mass
+    inert = state.inert
+    if existing is None and all(normalize_value(v) != key for v in inert):
+        inert = (*inert, display)
+    untouched = replace(
+        state,
+        inert=inert,
+        observation_count=state.observation_count + 1,
+        updated_at=_latest(state.updated_at, claimed_at),
+    )
+    return untouched, RevisionFacts(
+        reliability=r,
+        likelihood_ratio=1.0,
+        floor=0.0,
+        lifted=False,
+        effective=False,
+        prior=prior,
+        posterior=prior,
+        shift=0.0,
+    )
 
-    if r <= settings.pivot:
-        inert = state.inert
-        if existing is None and all(normalize_value(v) != key for v in inert):
-            inert = (*inert, display)
-        untouched = replace(
-            state,
-            inert=inert,
-            observation_count=state.observation_count + 1,
-            updated_at=updated_at,
-        )
-        return untouched, RevisionFacts(
-            reliability=r,
-            likelihood_ratio=1.0,
-            floor=0.0,
-            lifted=False,
-            effective=False,
-            prior=prior,
-            posterior=prior,
-            shift=0.0,
-        )
 
-    gain = state.effective_count + 1
+def _volatility_floor(state: BeliefState, key: str, settings: RuleSettings) -> float:
+    """Return φ: the volatility ρ while another value holds mass, else 1."""
     others_hold_mass = any(c.key != key and c.mass > 0.0 for c in state.candidates)
-    floor = settings.volatility if others_hold_mass else 1.0
-    target = floor / (1.0 + floor)
-    candidates = list(state.candidates)
-    if existing is None:
+    return settings.volatility if others_hold_mass else 1.0
+
+
+def _admit(
+    candidates: tuple[Candidate, ...], key: str, display: str, gain: int
+) -> tuple[list[Candidate], int]:
+    """Return S with the observed value in it (at zero mass if new) and that value's index."""
+    admitted = list(candidates)
+    if all(c.key != key for c in admitted):
         # A value joining S (inert or never seen) starts from zero: being inert carries nothing.
         # Its display spelling is the trusted one, so untrusted text cannot restyle a fact.
-        candidates.append(Candidate(key=key, value=display, mass=0.0, last_gain=gain, has_led=False))
-    masses = [c.mass for c in candidates]
-    unknown = state.unknown_mass
-    observed = next(i for i, c in enumerate(candidates) if c.key == key)
+        admitted.append(Candidate(key=key, value=display, mass=0.0, last_gain=gain, has_led=False))
+    return admitted, next(i for i, c in enumerate(admitted) if c.key == key)
 
-    lifted = prior < target
-    if lifted:
-        scale = (1.0 - target) / (1.0 - prior)
-        masses = [target if i == observed else m * scale for i, m in enumerate(masses)]
-        unknown *= scale
 
+def _lift_to_floor(
+    masses: list[float], unknown: float, observed: int, target: float
+) -> tuple[list[float], float]:
+    """Set the observed mass to `target`, scaling every other mass and U down to make room."""
+    scale = (1.0 - target) / (1.0 - masses[observed])
+    return [target if i == observed else m * scale for i, m in enumerate(masses)], unknown * scale
+
+
+def _bayes(masses: list[float], unknown: float, observed: int, r: float) -> tuple[list[float], float]:
+    """Return the masses and U after Bayes with likelihood ratio L = r / (1 - r)."""
     # Multiplying the value by r and everything else by 1 - r is Bayes with L = r / (1 - r)
     # after renormalising; it keeps a first sighting exactly at p = r in floating point.
     masses = [m * r if i == observed else m * (1.0 - r) for i, m in enumerate(masses)]
     unknown *= 1.0 - r
     total = math.fsum([*masses, unknown])
-    masses = [m / total for m in masses]
-    unknown /= total
+    return [m / total for m in masses], unknown / total
 
+
+def _superseded_after(
+    superseded: tuple[str, ...], before: Candidate | None, after: Candidate | None
+) -> tuple[str, ...]:
+    """Move a leader that lost the lead to the end of `superseded`; drop the one that leads now."""
+    keys = list(superseded)
+    if before is not None and (after is None or after.key != before.key):
+        keys = [k for k in keys if k != before.key] + [before.key]
+    if after is not None:
+        keys = [k for k in keys if k != after.key]
+    return tuple(keys)
+
+
+def _mark_led(candidates: list[Candidate], leader: Candidate | None) -> tuple[Candidate, ...]:
+    """Flag the asserted candidate as having led, so it no longer counts as contested."""
+    if leader is None:
+        return tuple(candidates)
+    return tuple(replace(c, has_led=True) if c.key == leader.key else c for c in candidates)
+
+
+def _apply_trusted(
+    state: BeliefState,
+    display: str,
+    key: str,
+    claimed_at: datetime,
+    r: float,
+    settings: RuleSettings,
+) -> tuple[BeliefState, RevisionFacts]:
+    """Fold an observation above the pivot: admit, lift to the floor, Bayes, then hand the lead."""
+    gain = state.effective_count + 1
+    floor = _volatility_floor(state, key, settings)
+    target = floor / (1.0 + floor)
+    candidates, observed = _admit(state.candidates, key, display, gain)
+    masses = [c.mass for c in candidates]
+    unknown = state.unknown_mass
+    prior = masses[observed]
+    lifted = prior < target
+    if lifted:
+        masses, unknown = _lift_to_floor(masses, unknown, observed, target)
+    masses, unknown = _bayes(masses, unknown, observed, r)
+    # The sighted value's last_gain is what breaks a later tie in its favour (see _rank).
     moved = [
-        replace(
-            c,
-            mass=masses[i],
-            last_gain=gain if i == observed else c.last_gain,
-        )
+        replace(c, mass=masses[i], last_gain=gain if i == observed else c.last_gain)
         for i, c in enumerate(candidates)
     ]
-    before_leader = state.leader
     after_leader = _leader(moved, unknown)
-    superseded = list(state.superseded)
-    if before_leader is not None and (after_leader is None or after_leader.key != before_leader.key):
-        superseded = [k for k in superseded if k != before_leader.key] + [before_leader.key]
-    if after_leader is not None:
-        superseded = [k for k in superseded if k != after_leader.key]
-        moved = [replace(c, has_led=True) if c.key == after_leader.key else c for c in moved]
-
     new_state = BeliefState(
-        candidates=tuple(moved),
+        candidates=_mark_led(moved, after_leader),
         unknown_mass=unknown,
         inert=tuple(v for v in state.inert if normalize_value(v) != key),
-        superseded=tuple(superseded),
+        superseded=_superseded_after(state.superseded, state.leader, after_leader),
         observation_count=state.observation_count + 1,
         effective_count=gain,
-        last_trusted_at=(
-            claimed_at if state.last_trusted_at is None else max(state.last_trusted_at, claimed_at)
-        ),
-        updated_at=updated_at,
+        last_trusted_at=_latest(state.last_trusted_at, claimed_at),
+        updated_at=_latest(state.updated_at, claimed_at),
     )
     return new_state, RevisionFacts(
         reliability=r,
@@ -365,6 +381,24 @@ def apply(
         posterior=masses[observed],
         shift=_total_variation(state, new_state),
     )
+
+
+def apply(
+    state: BeliefState, observation: Observation, settings: RuleSettings = DEFAULT_SETTINGS
+) -> tuple[BeliefState, RevisionFacts]:
+    """Fold one observation into `state`; return the new state and what the step did."""
+    display = clean_value(observation.value)
+    key = normalize_value(display)
+    claimed_at = observation.observed_at.astimezone(UTC)
+    r = reliability(
+        ceiling=observation.ceiling,
+        taint_ceiling=observation.taint_ceiling,
+        content_confidence=observation.content_confidence,
+        settings=settings,
+    )
+    if r <= settings.pivot:
+        return _apply_sub_pivot(state, display, key, claimed_at, r)
+    return _apply_trusted(state, display, key, claimed_at, r, settings)
 
 
 def claim_order(observations: Iterable[Observation]) -> list[Observation]:
@@ -409,8 +443,8 @@ class Verdict:
         key = normalize_value(value)
         return next((m for v, m in self.distribution if normalize_value(v) == key), 0.0)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the `belief_verdict` object of the API."""
+    def to_json(self) -> dict[str, Any]:
+        """Return the verdict as stored beside a calibration outcome (the API's field names)."""
         return {
             "kind": "belief_verdict",
             "belief_key": self.belief_key,

@@ -7,26 +7,22 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
+
 BELIEF_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,127}")
 MAX_KEY_LENGTH = 128
-# A memory owner's id (the agent's end user, not a login): shared by every app.
-USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
-USER_ID_RULE = (
-    "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with "
-    'a letter or digit (e.g. "alice" or "tenant-a:alice")'
-)
 MAX_VALUE_LENGTH = 500
 # A claim may be stamped a little ahead of the server's clock (client clock skew), not more.
 MAX_FUTURE_SKEW = timedelta(minutes=5)
 
 
-class BeliefInputError(ValueError):
+class BeliefInputError(AtlasoError, ValueError):
     """An input to the belief layer breaks a rule; `message` says which rule and the fix."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+        super().__init__(VALIDATION_ERROR, message, field=field)
+        self.args = (f"{field}: {message}",)
         self.field = field
-        self.message = message
 
 
 def collapse_whitespace(text: str) -> str:

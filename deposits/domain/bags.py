@@ -10,8 +10,13 @@ from datetime import datetime
 
 from deposits.domain.types import DIRECTIONAL, Scope
 
-CONFIDENT_AGREEMENT = 0.99
 MAX_CONFLICT_PEERS = 50
+# The bag rules, each defined once here; the ORM (deposits.models) and SQL (deposits.sqlrules)
+# forms are built from these constants and pinned to these functions by a property test.
+#: A bag is in conflict when its live deposits hold at least this many directional polarities.
+CONFLICT_MIN_KINDS = 2
+#: A bag is thin evidence when it holds at most this many live directional deposits.
+THIN_MAX_DIRECTIONAL = 1
 # What bag_id() makes: a client-sent id of any other shape names no bag.
 BAG_ID_PATTERN = re.compile(r"bag_[0-9a-f]{24}")
 
@@ -20,6 +25,38 @@ def bag_id(user_id: str, scope: Scope) -> str:
     """A stable id for (user_id, six facets): `note` is not part of the key, null equals null."""
     key = json.dumps([user_id, *scope.facets], separators=(",", ":"), ensure_ascii=False)
     return "bag_" + hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def is_live(*, retracted: bool, superseded: bool) -> bool:
+    """A deposit counts in its bag while it is neither soft-retracted nor superseded."""
+    return not retracted and not superseded
+
+
+def is_directional(polarity: str) -> bool:
+    """Positive, negative and cautionary claims take a side; open notes do not."""
+    return polarity in DIRECTIONAL
+
+
+def in_conflict(directional_kinds: int) -> bool:
+    """Conflict: the bag's live deposits take two or more sides."""
+    return directional_kinds >= CONFLICT_MIN_KINDS
+
+
+def is_thin(directional_count: int) -> bool:
+    return directional_count <= THIN_MAX_DIRECTIONAL
+
+
+def is_confident(directional_kinds: int, directional_count: int) -> bool:
+    """Confident: two or more live directional claims, all on one side."""
+    return not in_conflict(directional_kinds) and not is_thin(directional_count)
+
+
+def is_resolved(kept_directional_kinds: int, kept_superseded: int) -> bool:
+    """Resolved: once split between sides (superseded claims included) and corrected at least once.
+
+    `kept` counts non-retracted deposits, superseded ones included.
+    """
+    return kept_directional_kinds >= CONFLICT_MIN_KINDS and kept_superseded > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,28 +97,20 @@ class BagStats:
         return self.count(dominant) / self.directional_count if dominant else 0.0
 
     @property
+    def directional_kinds(self) -> int:
+        return sum(self.count(p) > 0 for p in DIRECTIONAL)
+
+    @property
     def is_thin_evidence(self) -> bool:
-        return self.directional_count <= 1
+        return is_thin(self.directional_count)
 
     @property
     def has_disagreement(self) -> bool:
-        return sum(self.count(p) > 0 for p in DIRECTIONAL) >= 2
+        return in_conflict(self.directional_kinds)
 
     @property
     def is_confident(self) -> bool:
-        return (
-            self.agreement_score >= CONFIDENT_AGREEMENT
-            and not self.is_thin_evidence
-            and not self.has_disagreement
-        )
-
-    def counts_dict(self) -> dict[str, int]:
-        return {
-            "positive": self.positive,
-            "negative": self.negative,
-            "cautionary": self.cautionary,
-            "open": self.open,
-        }
+        return is_confident(self.directional_kinds, self.directional_count)
 
 
 def peer_polarities(stats: BagStats, hit_polarity: str) -> tuple[str, ...]:

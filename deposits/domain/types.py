@@ -1,10 +1,9 @@
-"""The deposit's value types and their wire format (`to_dict()` carries `"kind"`)."""
+"""The deposit's value types: enums with their meanings, a scope, a belief reference, a deposit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
 POLARITY_MEANINGS: dict[str, str] = {
     "positive": "claim that X works / is true",
@@ -54,11 +53,6 @@ TEXT_FACETS: tuple[str, ...] = ("model", "dataset", "env", "version")
 INT_FACETS: tuple[str, ...] = ("n", "seed")
 
 
-def isoformat(moment: datetime) -> str:
-    """ISO 8601 in UTC with microseconds and offset, the one timestamp form on the wire."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Six facets that pin a claim to a context, plus a free-text note (not a facet)."""
@@ -84,17 +78,6 @@ class Scope:
     def is_empty(self) -> bool:
         return self.breadth == 0 and self.note is None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "dataset": self.dataset,
-            "env": self.env,
-            "version": self.version,
-            "n": self.n,
-            "seed": self.seed,
-            "note": self.note,
-        }
-
     def facets_dict(self) -> dict[str, str | int | None]:
         return dict(zip(FACETS, self.facets, strict=True))
 
@@ -105,9 +88,6 @@ class BeliefRef:
 
     key: str
     value: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"key": self.key, "value": self.value}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,27 +110,16 @@ class Deposit:
     task_id: str | None = None
     channel: str | None = None
     belief: BeliefRef | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Audit state, filled by the selectors that show it (deposit_records(with_state=True)).
+    superseded_by: tuple[str, ...] = ()
+    retracted_at: datetime | None = None
+    retracted_reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "kind": "deposit",
-            "id": self.id,
-            "content": self.content,
-            "polarity": self.polarity,
-            "evidence_grade": self.evidence_grade,
-            "scope": self.scope.to_dict(),
-            "user_id": self.user_id,
-            "tags": list(self.tags),
-            "contradicts": list(self.contradicts),
-            "artifact_refs": list(self.artifact_refs),
-            "created_at": isoformat(self.created_at),
-            "author": self.author,
-            "author_role": self.author_role,
-            "repro_status": self.repro_status,
-            "task_id": self.task_id,
-            "channel": self.channel,
-            "belief": self.belief.to_dict() if self.belief else None,
-        }
-        data.update(self.extra)
-        return data
+    @property
+    def retracted(self) -> bool:
+        return self.retracted_at is not None
+
+    @property
+    def state(self) -> str:
+        """`superseded` once a later deposit contradicts this one, else `live` (retraction aside)."""
+        return "superseded" if self.superseded_by else "live"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.users import USER_ID_RULE, is_user_id
 from beliefs.domain.values import (
-    USER_ID_PATTERN,
-    USER_ID_RULE,
     BeliefInputError,
     clean_belief_key,
     clean_content_confidence,
@@ -38,13 +38,15 @@ MAX_REASON = 2000
 INT_FACET_RANGE = (-(2**63), 2**63 - 1)
 
 
-class DepositValidationError(ValueError):
+class DepositValidationError(AtlasoError, ValueError):
     """A field the client sent breaks a rule; `message` says which rule and how to fix it."""
 
     def __init__(self, field: str, message: str, allowed: list[str] | None = None) -> None:
-        super().__init__(message)
+        details: dict[str, Any] = {"field": field}
+        if allowed is not None:
+            details["allowed"] = allowed
+        super().__init__(VALIDATION_ERROR, message, **details)
         self.field = field
-        self.message = message
         self.allowed = allowed
 
 
@@ -57,15 +59,6 @@ class BeliefClaim:
     content_confidence: float | None = None
     taint_tier: str | None = None
     observed_at: datetime | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "value": self.value,
-            "content_confidence": self.content_confidence,
-            "taint_tier": self.taint_tier,
-            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +96,7 @@ def enum_message(field: str) -> str:
 
 def validate_user_id(user_id: Any) -> str:
     """Return the user_id when it fits the pattern, else raise a teaching error."""
-    if not isinstance(user_id, str) or not USER_ID_PATTERN.fullmatch(user_id):
+    if not is_user_id(user_id):
         raise DepositValidationError("user_id", USER_ID_RULE)
     return user_id
 
@@ -165,7 +158,7 @@ def validate_scope(value: Any) -> Scope:
     if value is None:
         return Scope()
     if isinstance(value, Scope):
-        value = value.to_dict()
+        value = asdict(value)
     if not isinstance(value, Mapping):
         raise DepositValidationError(
             "scope", "scope must be an object with any of model, dataset, env, version, n, seed, note"

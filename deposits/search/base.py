@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db import connection
 
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate
+from deposits.sqlrules import confident_sql, in_conflict_sql, superseded_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +38,6 @@ class Aggregates:
 def half_life_case() -> str:
     arms = " ".join(f"WHEN '{polarity}' THEN {days}" for polarity, days in HALF_LIFE_DAYS.items())
     return f"(CASE d.polarity {arms} END)"
-
-
-def _present(column: str) -> str:
-    return f"(CASE WHEN bag.{column} > 0 THEN 1 ELSE 0 END)"
-
-
-IN_CONFLICT_SQL = (
-    f"({_present('live_positive')} + {_present('live_negative')} + {_present('live_cautionary')}) >= 2"
-)
-DIRECTIONAL_SQL = "(bag.live_positive + bag.live_negative + bag.live_cautionary)"
 
 
 class SearchBackend:
@@ -73,20 +64,18 @@ class SearchBackend:
         query = self.text_query(request.words)
         adapt = connection.ops.adapt_datetimefield_value
         facet_sql = "".join(f" AND d.scope_{name} = %s" for name in request.facets)
-        superseded_sql = (
-            "d.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
-        )
-        live_filter = "" if request.include_superseded else f" AND NOT {superseded_sql}"
+        superseded = superseded_sql("d", owner_param=True)
+        live_filter = "" if request.include_superseded else f" AND NOT {superseded}"
         decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
         sql = f"""
 WITH m AS MATERIALIZED (
     SELECT d.id, d.bag_id, d.polarity, ({self.rank_sql}) * {decay_sql} AS score,
-           {superseded_sql} AS superseded
+           {superseded} AS superseded
     FROM {self.source_sql}
     WHERE {self.match_sql} AND d.user_id = %s AND d.retracted_at IS NULL{live_filter}{facet_sql}
 ),
 b AS MATERIALIZED (
-    SELECT bag.id, {IN_CONFLICT_SQL} AS in_conflict, {DIRECTIONAL_SQL} AS directional
+    SELECT bag.id, {in_conflict_sql("bag")} AS in_conflict, {confident_sql("bag")} AS confident
     FROM deposits_scopebag bag
     WHERE bag.user_id = %s AND bag.id IN (SELECT DISTINCT m.bag_id FROM m)
 ),
@@ -101,7 +90,7 @@ SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, count(*)
 FROM b
 UNION ALL
 SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, count(*) FILTER (WHERE b.in_conflict),
-       count(*) FILTER (WHERE NOT b.in_conflict AND b.directional >= 2)
+       count(*) FILTER (WHERE b.confident)
 FROM b
 """
         params: list[object] = [

@@ -17,14 +17,8 @@ from django.db import connection
 
 from deposits.domain.recall import Candidate, decay
 from deposits.domain.types import POLARITIES
-from deposits.search.base import (
-    DIRECTIONAL_SQL,
-    IN_CONFLICT_SQL,
-    Aggregates,
-    SearchBackend,
-    SearchRequest,
-    half_life_case,
-)
+from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
+from deposits.sqlrules import confident_sql, in_conflict_sql, live_sql
 
 TS_CONFIG = "english"
 # ts_rank of an unweighted tsvector against an OR of plain words never exceeds 0.1: each word
@@ -73,15 +67,14 @@ matched AS (
     SELECT bag.* FROM q, deposits_scopebag bag
     WHERE bag.user_id = %s{facets} AND bag.terms_overflow AND EXISTS (
         SELECT 1 FROM deposits_deposit d
-        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.retracted_at IS NULL
-          AND d.search_vector @@ q.q
-          AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id)
+        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.search_vector @@ q.q
+          AND {live_sql("d")}
     )
 )
 SELECT count(*),
-       count(*) FILTER (WHERE {IN_CONFLICT_SQL}),
-       count(*) FILTER (WHERE NOT ({IN_CONFLICT_SQL}) AND {DIRECTIONAL_SQL} >= 2),
-       coalesce(array_agg(bag.id) FILTER (WHERE {IN_CONFLICT_SQL}), '{{}}')
+       count(*) FILTER (WHERE {in_conflict_sql("bag")}),
+       count(*) FILTER (WHERE {confident_sql("bag")}),
+       coalesce(array_agg(bag.id) FILTER (WHERE {in_conflict_sql("bag")}), '{{}}')
 FROM matched bag
 """
         facet_values = list(request.facets.values())
@@ -107,10 +100,8 @@ FROM matched bag
 
     def _live(self, request: SearchRequest) -> tuple[str, list[object]]:
         """WHERE fragment for a live match of the owner (with `q` in scope), and its parameters."""
-        sql = (
-            "d.user_id = %s AND d.search_vector @@ q.q AND d.retracted_at IS NULL AND d.id NOT IN "
-            "(SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
-            + "".join(f" AND d.scope_{name} = %s" for name in request.facets)
+        sql = f"d.user_id = %s AND d.search_vector @@ q.q AND {live_sql('d', owner_param=True)}" + "".join(
+            f" AND d.scope_{name} = %s" for name in request.facets
         )
         return sql, [request.user_id, request.user_id, *request.facets.values()]
 

@@ -41,18 +41,28 @@ def ece(outcomes: Sequence[Scored], bins: int = BINS) -> float | None:
     )
 
 
-def reliability_diagram(outcomes: Sequence[Scored], bins: int = BINS) -> list[dict[str, float | int]]:
-    """Per bin: mean stated probability, observed frequency, count (for the dashboard's chart)."""
-    rows: list[dict[str, float | int]] = []
+@dataclass(frozen=True, slots=True)
+class DiagramBin:
+    """One bin of a reliability diagram: mean stated probability against observed frequency."""
+
+    bin: int
+    confidence: float
+    frequency: float
+    count: int
+
+
+def reliability_diagram(outcomes: Sequence[Scored], bins: int = BINS) -> list[DiagramBin]:
+    """Per non-empty bin: mean stated probability, observed frequency, count."""
+    rows: list[DiagramBin] = []
     for index in range(bins):
         members = [o for o in outcomes if min(int(o.probability * bins), bins - 1) == index]
         if members:
             rows.append(
-                {
-                    "bin": index,
-                    "confidence": sum(o.probability for o in members) / len(members),
-                    "frequency": sum(o.correct for o in members) / len(members),
-                    "count": len(members),
-                }
+                DiagramBin(
+                    bin=index,
+                    confidence=sum(o.probability for o in members) / len(members),
+                    frequency=sum(o.correct for o in members) / len(members),
+                    count=len(members),
+                )
             )
     return rows

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 HEALTHY = 70
 USABLE = 40
@@ -83,16 +82,3 @@ class Diagnostics:
 
     def explain(self) -> str:
         return explain(self.pillars, deposit_count=self.deposit_count)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "diagnostics",
-            "fmi": self.fmi,
-            "coverage": self.pillars.coverage,
-            "precision": self.pillars.precision,
-            "resolution": self.pillars.resolution,
-            "density": self.pillars.density,
-            "window_days": self.window_days,
-            "deposit_count": self.deposit_count,
-            "explain": self.explain(),
-        }

@@ -7,7 +7,13 @@ from datetime import timedelta
 import pytest
 
 from deposits.recall import recall
+from deposits.services import recall_record
 from tests.deposits.scenario import NARROW, correct, now, put, retract
+
+
+def agent_recall(query: str, **kwargs) -> None:
+    """A recall as the API makes it: answered, then counted toward Coverage."""
+    recall_record(user_id="alice", results=recall(user_id="alice", query=query, **kwargs), now=kwargs.get("now"))
 
 
 def at_env(env: str) -> dict[str, str]:
@@ -32,10 +38,10 @@ def field_with_every_pillar_in_play() -> None:
 def test_health_reports_the_four_pillars_of_a_field(api):
     field_with_every_pillar_in_play()
     today = now()
-    recall(user_id="alice", query="alpha")  # confident
-    recall(user_id="alice", query="alpha")  # confident
-    recall(user_id="alice", query="bravo")  # in conflict
-    recall(user_id="alice", query="alpha", now=today - timedelta(days=40))  # outside 30 days
+    agent_recall("alpha")  # confident
+    agent_recall("alpha")  # confident
+    agent_recall("bravo")  # in conflict
+    agent_recall("alpha", now=today - timedelta(days=40))  # outside 30 days
     answer = api.get("/users/alice/health")
     assert answer.status == 200
     coverage, precision, resolution, density = 2 / 3, (1 + 3 / 4 + 1) / 3, 1 / 2, 1 - 2 / 5
@@ -59,7 +65,7 @@ def test_health_reports_the_four_pillars_of_a_field(api):
 def test_a_settled_field_is_healthy(api):
     put("positive", "alpha holds")
     put("positive", "alpha holds again")
-    recall(user_id="alice", query="alpha")
+    agent_recall("alpha")
     body = api.get("/users/alice/health").body
     assert (body["fmi"], body["coverage"], body["precision"], body["resolution"], body["density"]) == (
         100,

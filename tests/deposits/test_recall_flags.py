@@ -8,15 +8,21 @@ from typing import Any
 import pytest
 
 from deposits.recall import SearchResult, recall
+from deposits.schemas import SearchResultOut
 from tests.deposits.scenario import NARROW, by_id, claim, correct, now, put, put_many, retract
 
 pytestmark = pytest.mark.django_db
 
 
+def shown(hit: SearchResult) -> dict[str, Any]:
+    """The hit as the API writes it."""
+    return SearchResultOut.model_validate(hit).model_dump()
+
+
 def flags(hit: SearchResult) -> dict[str, Any]:
-    shown = hit.to_dict()
+    shown_hit = shown(hit)
     return {
-        name: shown[name]
+        name: shown_hit[name]
         for name in (
             "is_confident",
             "has_disagreement",
@@ -106,7 +112,7 @@ def test_a_negative_and_a_cautionary_disagree_without_any_positive():
         "is_thin_evidence": False,
         "conflict_peers": [cautionary],
     }
-    assert hits[cautionary].to_dict()["conflict_peers"] == [negative]
+    assert shown(hits[cautionary])["conflict_peers"] == [negative]
     assert hits[cautionary].explain() == "Not confident: its bag disagrees (1 negative, 1 cautionary)."
     assert results.has_disagreement is True
 
@@ -127,7 +133,7 @@ def test_a_bag_of_open_notes_only_is_not_confident():
     put("open", "threshold for eu traffic?")
     put("open", "threshold for staging?")
     results = recall(user_id="alice", query="threshold")
-    assert all(hit.to_dict()["agreement_score"] == 0.0 and not hit.is_confident for hit in results)
+    assert all(shown(hit)["agreement_score"] == 0.0 and not hit.is_confident for hit in results)
     assert {hit.explain() for hit in results} == {
         "Not confident: its bag holds only open notes, no directional claim."
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from beliefs.errors import ApiError
+from atlaso_site.lib.errors import AtlasoError
 from beliefs.services import channel_get_or_create
 from deposits.domain.idempotency import idempotency_key
 from deposits.models import Deposit
@@ -91,7 +91,7 @@ class Command(BaseCommand):
                     channel=channel,
                     idempotency_key=idempotency_key("demo", user_id, correction["content"]),
                 )
-            except ApiError as error:
+            except AtlasoError as error:
                 self.stderr.write(f"demo correction skipped: {error.message}")
                 continue
             added += not result.is_idempotent_replay

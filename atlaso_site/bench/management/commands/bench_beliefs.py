@@ -1,4 +1,4 @@
-"""Run the belief benchmark (beliefs/domain/benchmark.py) and print its table."""
+"""Run the belief benchmark (atlaso_site/bench/beliefs.py) and print its table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from beliefs.domain.benchmark import BenchmarkDataError, format_table, run_from_path, write_json
+from atlaso_site.bench.beliefs import BenchmarkDataError, format_table, run_from_path, write_json
 
 
 class Command(BaseCommand):

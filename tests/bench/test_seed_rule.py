@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from beliefs.domain import rule, seed_rule
+from atlaso_site.bench import seed_rule
+from atlaso_site.bench.seed_rule import SeedSettings, SeedState
+from beliefs.domain import rule
 from beliefs.domain.rule import Observation
-from beliefs.domain.seed_rule import SeedSettings, SeedState
 from beliefs.domain.tiers import DEFAULT_CEILINGS
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)

@@ -18,8 +18,8 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
+from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
 from beliefs.services import api_key_create
-from deposits.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
 from deposits.bulksql import insert_rows
 from deposits.domain.idempotency import idempotency_key
 from deposits.domain.recall import query_words

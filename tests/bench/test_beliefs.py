@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from beliefs.domain.benchmark import (
+from atlaso_site.bench.beliefs import (
     ARMS,
     DEFAULT_DATA,
     HEDGED_CONFIDENCE,

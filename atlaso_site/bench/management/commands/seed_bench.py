@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 from django.utils import timezone
 
+from atlaso_site.bench.seed import OWNER_PREFIX, copy_text, generate
 from deposits.bagcounts import bag_terms_refresh
-from deposits.bench.seed import OWNER_PREFIX, copy_text, generate
 from deposits.models import Deposit
 
 DEPOSIT_COLUMNS = (

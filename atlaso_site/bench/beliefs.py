@@ -2,7 +2,7 @@
 
 Each instance is a two-session supersession (an old value, then a fresh one). Its evidence
 turns feed the update rules directly: no extractor, retriever or LLM, so the numbers are the
-update rule's. Run it with `python -m beliefs.domain.benchmark` or `manage.py bench_beliefs`.
+update rule's. Run it with `python -m atlaso_site.bench.beliefs` or `manage.py bench_beliefs`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from beliefs.domain import rule, seed_rule
+from atlaso_site.bench import seed_rule
+from atlaso_site.bench.seed_rule import SeedSettings
+from beliefs.domain import rule
 from beliefs.domain.rule import Observation, RuleSettings, claim_order
-from beliefs.domain.seed_rule import SeedSettings
 from beliefs.domain.tiers import DEFAULT_CEILINGS
 from beliefs.domain.values import MAX_VALUE_LENGTH, collapse_whitespace, normalize_value
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent / "fixtures" / "knowledge_update.json"
+DEFAULT_DATA = Path(__file__).resolve().parent / "fixtures" / "knowledge_update.json"
 ARMS = (
     "clean",
     "poison-5",

@@ -1,0 +1,15 @@
+"""The project package as an app: it loads the Celery app once Django is set up."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SiteConfig(AppConfig):
+    name = "atlaso_site"
+    label = "atlaso_site"
+
+    def ready(self) -> None:
+        # Every process that sends a task (web, commands, tests) must configure this app first,
+        # or @shared_task would fall back to Celery's default app and its default broker.
+        from atlaso_site import celery  # noqa: F401

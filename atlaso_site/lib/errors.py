@@ -1,0 +1,40 @@
+"""The one neutral error of services and selectors: a code, a message and details; no HTTP.
+
+The API edge (`atlaso_site.api`) maps each code to a status and renders the envelope; a view
+shows the message. Codes are stable strings because API clients branch on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VALIDATION_ERROR = "validation_error"
+GATE_REJECTED = "gate_rejected"
+MISSING_CONTRADICTS = "missing_contradicts"
+IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+IMMUTABLE = "immutable"
+NOT_FOUND = "not_found"
+FORBIDDEN = "forbidden"
+CONFLICT = "conflict"
+
+
+class AtlasoError(Exception):
+    """A failure the caller can act on: `code` says what kind, `message` how to fix it."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+def invalid(field: str, message: str, **details: Any) -> AtlasoError:
+    """A validation_error naming the field at fault."""
+    return AtlasoError(VALIDATION_ERROR, message, field=field, **details)
+
+
+def not_found(message: str) -> AtlasoError:
+    return AtlasoError(NOT_FOUND, message)

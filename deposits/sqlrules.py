@@ -1,0 +1,49 @@
+"""The bag rules of `deposits.domain.bags` spelled in SQL, for the raw queries of search/ and
+bagcounts. Built from the domain's constants; a property test pins each fragment to the rule.
+
+Every fragment takes the table alias it applies to, so one spelling serves every query.
+"""
+
+from __future__ import annotations
+
+from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
+from deposits.domain.types import DIRECTIONAL, POLARITIES
+
+
+def directional_sql(bag: str = "bag") -> str:
+    """How many live directional deposits the bag holds."""
+    return "(" + " + ".join(f"{bag}.live_{p}" for p in DIRECTIONAL) + ")"
+
+
+def directional_kinds_sql(bag: str = "bag") -> str:
+    """How many directional polarities the bag's live deposits take."""
+    return "(" + " + ".join(f"(CASE WHEN {bag}.live_{p} > 0 THEN 1 ELSE 0 END)" for p in DIRECTIONAL) + ")"
+
+
+def in_conflict_sql(bag: str = "bag") -> str:
+    return f"{directional_kinds_sql(bag)} >= {CONFLICT_MIN_KINDS}"
+
+
+def confident_sql(bag: str = "bag") -> str:
+    return f"NOT ({in_conflict_sql(bag)}) AND {directional_sql(bag)} > {THIN_MAX_DIRECTIONAL}"
+
+
+def holds_live_sql(bag: str = "bag") -> str:
+    return "(" + " OR ".join(f"{bag}.live_{p} > 0" for p in POLARITIES) + ")"
+
+
+def superseded_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
+    """The deposit is the old side of a contradiction edge.
+
+    With `owner_param` the edges are narrowed to one owner first (one %s: the user_id), which
+    lets PostgreSQL hash that owner's edges once instead of probing per row; edges only ever
+    link one owner's deposits, so both forms say the same.
+    """
+    if owner_param:
+        return f"{deposit}.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
+    return f"EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = {deposit}.id)"
+
+
+def live_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
+    """Neither soft-retracted nor superseded (one %s with `owner_param`: the user_id)."""
+    return f"{deposit}.retracted_at IS NULL AND NOT {superseded_sql(deposit, owner_param=owner_param)}"

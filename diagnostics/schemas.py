@@ -1,0 +1,78 @@
+"""The HTTP shapes of the diagnostics API."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+from atlaso_site.lib.wire import DepositOut
+
+
+class DiagnosticsOut(Schema):
+    kind: Literal["diagnostics"] = "diagnostics"
+    fmi: int
+    coverage: float
+    precision: float
+    resolution: float
+    density: float
+    window_days: int
+    deposit_count: int
+    explain: str
+
+    @staticmethod
+    def resolve_coverage(diagnostics: Any) -> float:
+        return diagnostics.pillars.coverage
+
+    @staticmethod
+    def resolve_precision(diagnostics: Any) -> float:
+        return diagnostics.pillars.precision
+
+    @staticmethod
+    def resolve_resolution(diagnostics: Any) -> float:
+        return diagnostics.pillars.resolution
+
+    @staticmethod
+    def resolve_density(diagnostics: Any) -> float:
+        return diagnostics.pillars.density
+
+
+class PeekOut(Schema):
+    kind: Literal["peek_view"] = "peek_view"
+    user_id: str
+    deposits: list[DepositOut]
+    total_count: int
+    fmi: int
+    has_recent_disagreements: bool
+
+
+class HealthQuery(Schema):
+    window_days: int = Field(30, ge=1, le=365)
+
+
+class PeekQuery(Schema):
+    limit: int = Field(10, ge=1, le=200)
+
+
+class TierCalibrationOut(Schema):
+    outcomes: int
+    brier: float | None
+    ece: float | None
+
+
+class DiagramBinOut(Schema):
+    bin: int
+    confidence: float
+    frequency: float
+    count: int
+
+
+class CalibrationOut(Schema):
+    kind: Literal["calibration"] = "calibration"
+    outcomes: int
+    brier: float | None
+    ece: float | None
+    per_tier: dict[str, TierCalibrationOut]
+    diagram: list[DiagramBinOut]
+    is_frequency: bool
