@@ -11,8 +11,13 @@ PY_CANDIDATES := python3.13 python3.12 \
 	$(sort $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3))
 BASE_PYTHON ?= $(firstword $(foreach p,$(PY_CANDIDATES),$(shell $(p) -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && echo $(p))))
 
-# make run serves with DEBUG off, so it needs a secret key: one is made once under var/.
-export SECRET_KEY ?= $(shell mkdir -p var && { test -s var/secret-key || head -c 48 /dev/urandom | base64 | tr -d '\n/+=' > var/secret-key; } && cat var/secret-key)
+# make run serves with DEBUG off, so it needs a secret key. Unless SECRET_KEY or SECRET_KEY_FILE
+# is given, one is made once in var/secret-key (readable by its owner only) and SECRET_KEY_FILE
+# names it; the settings read it from there, and so does a manage.py command given the same.
+ifeq ($(SECRET_KEY)$(SECRET_KEY_FILE),)
+export SECRET_KEY_FILE := $(abspath $(or $(ATLASO_VAR_DIR),var))/secret-key
+KEY_FILE := $(SECRET_KEY_FILE)
+endif
 export ALLOWED_HOSTS ?= localhost,127.0.0.1,[::1]
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -34,8 +39,14 @@ $(VENV)/.installed: requirements.txt
 	@$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(KEY_FILE)
 	@$(PY) manage.py migrate --no-input -v 0
+
+ifdef KEY_FILE
+$(KEY_FILE):
+	@mkdir -p $(@D)
+	@umask 077 && head -c 48 /dev/urandom | base64 | tr -d '\n/+=' > $@
+endif
 
 run: setup
 	@$(PY) manage.py collectstatic --no-input -v 0
@@ -50,7 +61,7 @@ test: $(VENV)/.installed
 		env -u DATABASE_URL $(PY) -m pytest; fi
 
 lint: $(VENV)/.installed
-	@$(PY) -m ruff check . && $(PY) -m ruff format --check .
+	@$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(VENV)/bin/lint-imports --no-cache --no-logo
 
 format: $(VENV)/.installed
 	@$(PY) -m ruff format . && $(PY) -m ruff check --fix .

@@ -54,9 +54,13 @@ _WRAPPERS = {"payload", "query"}
 _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
 
 
+def envelope(code: str, message: str, **details: Any) -> dict[str, Any]:
+    """The one error shape: `{"kind": "error", "error": {"code", "message", ...details}}`."""
+    return {"kind": "error", "error": {"code": code, "message": message, **details}}
+
+
 def render(request: HttpRequest, error: AtlasoError) -> HttpResponse:
-    """The envelope: `{"kind": "error", "error": {"code", "message", ...details}}`."""
-    body = {"kind": "error", "error": {"code": error.code, "message": error.message, **error.details}}
+    body = envelope(error.code, error.message, **error.details)
     return api.create_response(request, body, status=ERROR_STATUS[error.code])
 
 

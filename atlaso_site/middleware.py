@@ -8,6 +8,8 @@ from urllib.parse import parse_qsl
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from atlaso_site.api import envelope
+
 API_PREFIX = "/api/"
 _CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
 
@@ -22,17 +24,8 @@ class ApiErrorEnvelopeMiddleware:
         field = _field_with_nul(request) if request.path.startswith(API_PREFIX) else None
         if field is not None:
             # PostgreSQL cannot store NUL in text; refuse it up front, for every field alike.
-            return JsonResponse(
-                {
-                    "kind": "error",
-                    "error": {
-                        "code": "validation_error",
-                        "message": f"{field} holds a NUL character (\\u0000), which cannot be stored; remove it",
-                        "field": field,
-                    },
-                },
-                status=422,
-            )
+            message = f"{field} holds a NUL character (\\u0000), which cannot be stored; remove it"
+            return JsonResponse(envelope("validation_error", message, field=field), status=422)
         response = self.get_response(request)
         if (
             request.path.startswith(API_PREFIX)
@@ -46,12 +39,10 @@ class ApiErrorEnvelopeMiddleware:
                 404: f"no API endpoint at {request.path}; see /api/v1/docs",
                 405: f"{request.method} is not allowed on {request.path}; see /api/v1/docs",
             }.get(response.status_code, response.reason_phrase)
-            envelope = JsonResponse(
-                {"kind": "error", "error": {"code": code, "message": message}}, status=response.status_code
-            )
+            answer = JsonResponse(envelope(code, message), status=response.status_code)
             if response.has_header("Allow"):
-                envelope["Allow"] = response["Allow"]
-            return envelope
+                answer["Allow"] = response["Allow"]
+            return answer
         return response
 
 

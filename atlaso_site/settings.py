@@ -253,7 +253,6 @@ BELIEF_CALIBRATION_MIN_OUTCOMES = env_int("BELIEF_CALIBRATION_MIN_OUTCOMES", 30,
 
 # Diagnostics.
 FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
-FMI_DEFAULT_WINDOW_DAYS = env_int("FMI_DEFAULT_WINDOW_DAYS", 30, low=1, high=365)
 
 # API keys are only touched to record use when the last record is older than this.
 API_KEY_LAST_USED_RESOLUTION_SECONDS = 60

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from atlaso_site.lib.wire import PageQuery, VerdictOut, WireId, WireTime
+from atlaso_site.lib.wire import OutSchema, PageQuery, VerdictOut, WireId, WireTime
 
 
 class ObservationIn(Schema):
@@ -21,8 +21,8 @@ class ObservationIn(Schema):
     source_id: str | None = None
 
 
-class RevisionOut(Schema):
-    kind: Literal["belief_revision"] = "belief_revision"
+class RevisionOut(OutSchema):
+    kind: Literal["belief_revision"]
     belief_key: str
     value: str
     observed_at: WireTime
@@ -53,21 +53,21 @@ class RevisionWithVerdictOut(RevisionOut):
     verdict: VerdictOut
 
 
-class BeliefPageOut(Schema):
-    kind: Literal["belief_page"] = "belief_page"
+class BeliefPageOut(OutSchema):
+    kind: Literal["belief_page"]
     items: list[VerdictOut]
     total: int
 
 
-class RevisionPageOut(Schema):
-    kind: Literal["revision_page"] = "revision_page"
+class RevisionPageOut(OutSchema):
+    kind: Literal["revision_page"]
     items: list[RevisionWithVerdictOut]
     total: int
     limit: int
     offset: int
 
 
-class TierOut(Schema):
+class TierOut(OutSchema):
     name: str
     ceiling: float
     description: str
@@ -78,8 +78,8 @@ class TierOut(Schema):
         return sorted(channel.name for channel in tier.channels.all())
 
 
-class TierListOut(Schema):
-    kind: Literal["tier_list"] = "tier_list"
+class TierListOut(OutSchema):
+    kind: Literal["tier_list"]
     items: list[TierOut]
 
 
@@ -106,12 +106,12 @@ class RebuildOut(Schema):
 
 
 class TierChangeOut(TierOut):
-    kind: Literal["tier"] = "tier"
+    kind: Literal["tier"]
     rebuild: RebuildOut | None
 
 
-class ChannelOut(Schema):
-    kind: Literal["channel"] = "channel"
+class ChannelOut(OutSchema):
+    kind: Literal["channel"]
     name: str
     tier: str
     rebuild: RebuildOut | None

@@ -14,6 +14,7 @@ from atlaso_site.lib.wire import (
     DepositDetailOut,
     DepositOut,
     EvidenceGrade,
+    OutSchema,
     Polarity,
     ReproStatus,
     ScopeOut,
@@ -92,8 +93,8 @@ class ContradictIn(DepositFields):
     idempotency_key: str | None = None
 
 
-class AddResultOut(Schema):
-    kind: Literal["add_result"] = "add_result"
+class AddResultOut(OutSchema):
+    kind: Literal["add_result"]
     deposit: DepositOut
     is_idempotent_replay: bool
 
@@ -123,8 +124,8 @@ class BulkFailureOut(Schema):
     error: Annotated[BulkFailureError, BeforeValidator(_error_object)]
 
 
-class AddManyResultOut(Schema):
-    kind: Literal["add_many_result"] = "add_many_result"
+class AddManyResultOut(OutSchema):
+    kind: Literal["add_many_result"]
     committed: list[DepositOut]
     duplicates: list[DepositOut]
     failed: list[BulkFailureOut]
@@ -133,16 +134,16 @@ class AddManyResultOut(Schema):
     all_succeeded: bool
 
 
-class DepositPageOut(Schema):
-    kind: Literal["deposit_page"] = "deposit_page"
+class DepositPageOut(OutSchema):
+    kind: Literal["deposit_page"]
     items: list[DepositDetailOut]
     total: int
     limit: int
     offset: int
 
 
-class RetractResultOut(Schema):
-    kind: Literal["retract_result"] = "retract_result"
+class RetractResultOut(OutSchema):
+    kind: Literal["retract_result"]
     deposit_id: str
     mode: Literal["soft", "hard"]
     contradicts_preserved: list[str]
@@ -171,8 +172,8 @@ class BeliefOnHitOut(VerdictOut):
     asserted: bool
 
 
-class SearchResultOut(Schema):
-    kind: Literal["search_result"] = "search_result"
+class SearchResultOut(OutSchema):
+    kind: Literal["search_result"]
     id: str
     content: str
     polarity: Polarity
@@ -193,8 +194,8 @@ class SearchResultOut(Schema):
     deposit: DepositOut
 
 
-class SearchResultsOut(Schema):
-    kind: Literal["search_results"] = "search_results"
+class SearchResultsOut(OutSchema):
+    kind: Literal["search_results"]
     items: list[SearchResultOut]
     has_disagreement: bool
     is_confident: bool
@@ -219,8 +220,8 @@ class BagScopeOut(Schema):
     seed: int | None
 
 
-class BagOut(Schema):
-    kind: Literal["bag"] = "bag"
+class BagOut(OutSchema):
+    kind: Literal["bag"]
     bag_id: str
     user_id: str
     scope: BagScopeOut
@@ -243,8 +244,8 @@ class BagDetailOut(BagOut):
     deposits: list[BagDepositOut]
 
 
-class BagPageOut(Schema):
-    kind: Literal["bag_page"] = "bag_page"
+class BagPageOut(OutSchema):
+    kind: Literal["bag_page"]
     items: list[BagOut]
     total: int
 

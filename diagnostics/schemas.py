@@ -7,11 +7,11 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-from atlaso_site.lib.wire import DepositOut
+from atlaso_site.lib.wire import DepositOut, OutSchema
 
 
-class DiagnosticsOut(Schema):
-    kind: Literal["diagnostics"] = "diagnostics"
+class DiagnosticsOut(OutSchema):
+    kind: Literal["diagnostics"]
     fmi: int
     coverage: float
     precision: float
@@ -38,8 +38,8 @@ class DiagnosticsOut(Schema):
         return diagnostics.pillars.density
 
 
-class PeekOut(Schema):
-    kind: Literal["peek_view"] = "peek_view"
+class PeekOut(OutSchema):
+    kind: Literal["peek_view"]
     user_id: str
     deposits: list[DepositOut]
     total_count: int
@@ -68,8 +68,8 @@ class DiagramBinOut(Schema):
     count: int
 
 
-class CalibrationOut(Schema):
-    kind: Literal["calibration"] = "calibration"
+class CalibrationOut(OutSchema):
+    kind: Literal["calibration"]
     outcomes: int
     brier: float | None
     ece: float | None

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 from uuid import UUID
 
 from ninja import Schema
+from ninja.schema import Resolver, ResolverMetaclass
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from atlaso_site.lib.paging import MAX_OFFSET
@@ -46,6 +47,26 @@ WireTime = Annotated[str, BeforeValidator(_iso)]
 # An id on the wire: a UUID is written as text.
 WireId = Annotated[str, BeforeValidator(_text)]
 WireIds = Annotated[list[str], BeforeValidator(_strings)]
+
+
+class _KindFillsItself(ResolverMetaclass):
+    """Gives a schema declaring `kind: Literal["x"]` a resolver that answers "x"."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        field = cls.model_fields.get("kind")
+        if field is not None and get_origin(field.annotation) is Literal:
+            (value,) = get_args(field.annotation)
+            cls._ninja_resolvers["kind"] = Resolver(staticmethod(lambda _obj: value))
+        return cls
+
+
+class OutSchema(Schema, metaclass=_KindFillsItself):
+    """An Out schema whose `kind: Literal["..."]` fills itself from its one value.
+
+    So the objects it reads need no `kind` attribute, and the OpenAPI document still marks
+    `kind` required (a default would make it optional for generated clients).
+    """
 
 
 class ErrorDetail(Schema):
@@ -97,8 +118,8 @@ class BeliefRefOut(Schema):
     value: str
 
 
-class DepositOut(Schema):
-    kind: Literal["deposit"] = "deposit"
+class DepositOut(OutSchema):
+    kind: Literal["deposit"]
     id: WireId
     content: str
     polarity: Polarity
@@ -123,8 +144,8 @@ class DepositDetailOut(DepositOut):
     retracted_reason: str | None
 
 
-class VerdictOut(Schema):
-    kind: Literal["belief_verdict"] = "belief_verdict"
+class VerdictOut(OutSchema):
+    kind: Literal["belief_verdict"]
     belief_key: str
     fact: str | None
     probability: float

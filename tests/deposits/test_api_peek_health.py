@@ -13,7 +13,9 @@ from tests.deposits.scenario import NARROW, correct, now, put, retract
 
 def agent_recall(query: str, **kwargs) -> None:
     """A recall as the API makes it: answered, then counted toward Coverage."""
-    recall_record(user_id="alice", results=recall(user_id="alice", query=query, **kwargs), now=kwargs.get("now"))
+    recall_record(
+        user_id="alice", results=recall(user_id="alice", query=query, **kwargs), now=kwargs.get("now")
+    )
 
 
 def at_env(env: str) -> dict[str, str]:

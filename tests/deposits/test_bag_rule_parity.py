@@ -1,0 +1,163 @@
+"""One definition of each bag rule: the Python rule, the ORM filters and every search backend's
+SQL give the same flags on random bags (every polarity mix, supersessions, retractions)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deposits.domain import bags as rules
+from deposits.domain.types import DIRECTIONAL, POLARITIES
+from deposits.models import Contradiction, Deposit, ScopeBag
+from deposits.recall import recall
+from deposits.search.base import SearchBackend, SearchRequest
+from deposits.search.postgres import PostgresBackend
+from deposits.search.sqlite import SqliteBackend
+from deposits.sqlrules import confident_sql, holds_live_sql, in_conflict_sql, live_sql
+from tests.deposits.scenario import correct, put, retract
+
+pytestmark = pytest.mark.django_db(transaction=False)
+
+SCOPES = [{"model": "gpt-5", "dataset": "evals", "env": env} for env in ("a", "b", "c")]
+WORD = "marker"
+
+# An operation: add(polarity, scope), correct(earlier deposit, polarity), or retract(earlier deposit).
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1)),
+        st.tuples(st.just("correct"), st.sampled_from(POLARITIES), st.integers(0, 50)),
+        st.tuples(st.just("retract"), st.just(""), st.integers(0, 50)),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def _write(user: str, ops: list[tuple[str, str, int]]) -> None:
+    written: list[str] = []
+    for kind, polarity, pick in ops:
+        if kind == "add":
+            written.append(put(polarity, f"{WORD} claim {len(written)}", SCOPES[pick], user=user))
+        elif written and kind == "correct":
+            target = written[pick % len(written)]
+            if not Deposit.objects.filter(pk=target, retracted_at__isnull=True).exists():
+                continue
+            written.append(correct([target], f"{WORD} correction", polarity=polarity, user=user))
+        elif written and kind == "retract":
+            retract(written[pick % len(written)], user=user)
+
+
+def _python_flags(user: str) -> dict[str, dict[str, bool]]:
+    """The domain rules applied to the deposits themselves, recounted in Python."""
+    superseded = set(Contradiction.objects.filter(user_id=user).values_list("old_deposit_id", flat=True))
+    live: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(POLARITIES, 0))
+    kept: dict[str, set[str]] = defaultdict(set)
+    kept_superseded: dict[str, int] = defaultdict(int)
+    for bag, pk, polarity, retracted_at in Deposit.objects.filter(user_id=user).values_list(
+        "bag_id", "pk", "polarity", "retracted_at"
+    ):
+        live[bag]  # every bag with a deposit has an entry
+        if retracted_at is not None:
+            continue
+        if rules.is_directional(polarity):
+            kept[bag].add(polarity)
+        if rules.is_live(retracted=False, superseded=pk in superseded):
+            live[bag][polarity] += 1
+        else:
+            kept_superseded[bag] += 1
+    flags = {}
+    for bag, counts in live.items():
+        kinds = sum(counts[p] > 0 for p in DIRECTIONAL)
+        directional = sum(counts[p] for p in DIRECTIONAL)
+        flags[bag] = {
+            "live": sum(counts.values()) > 0,
+            "conflict": rules.in_conflict(kinds),
+            "thin": rules.is_thin(directional),
+            "confident": rules.is_confident(kinds, directional),
+            "resolved": rules.is_resolved(len(kept[bag]), kept_superseded[bag]),
+        }
+    return flags
+
+
+def _orm_flags(user: str) -> dict[str, dict[str, bool]]:
+    bags = ScopeBag.objects.filter(user_id=user)
+    ids = lambda qs: set(qs.values_list("id", flat=True))  # noqa: E731
+    live, conflict = ids(bags.holding_live()), ids(bags.in_conflict())
+    confident, resolved = ids(bags.confident()), ids(bags.resolved())
+    return {
+        bag.id: {
+            "live": bag.id in live,
+            "conflict": bag.id in conflict,
+            "thin": rules.is_thin(bag.directional),
+            "confident": bag.id in confident,
+            "resolved": bag.id in resolved,
+        }
+        for bag in bags.with_rules()
+    }
+
+
+def _sql_flags(user: str) -> dict[str, dict[str, bool]]:
+    """The raw fragments the search backends and bag counts use, asked of the same rows."""
+    sql = (
+        f"SELECT bag.id, {holds_live_sql('bag')}, {in_conflict_sql('bag')}, {confident_sql('bag')} "
+        "FROM deposits_scopebag bag WHERE bag.user_id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user])
+        rows = cursor.fetchall()
+        cursor.execute(
+            f"SELECT d.id FROM deposits_deposit d WHERE d.user_id = %s AND {live_sql('d')}", [user]
+        )
+        live_ids = {str(uuid.UUID(str(row[0]))) for row in cursor.fetchall()}
+        cursor.execute(
+            f"SELECT d.id FROM deposits_deposit d WHERE d.user_id = %s AND {live_sql('d', owner_param=True)}",
+            [user, user],
+        )
+        live_ids_by_owner = {str(uuid.UUID(str(row[0]))) for row in cursor.fetchall()}
+    assert (
+        live_ids
+        == live_ids_by_owner
+        == {str(pk) for pk in Deposit.objects.filter(user_id=user).live().values_list("pk", flat=True)}
+    )
+    return {bag: {"live": bool(a), "conflict": bool(b), "confident": bool(c)} for bag, a, b, c in rows}
+
+
+def _backends() -> list[tuple[str, SearchBackend, bool]]:
+    """(name, backend, use the generic walk over every match)."""
+    if connection.vendor == "postgresql":
+        return [
+            ("postgres bag lexemes", PostgresBackend(), False),
+            ("postgres match walk", PostgresBackend(), True),
+        ]
+    return [("sqlite fts5", SqliteBackend(), True)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations)
+def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
+    user = f"parity-{uuid.uuid4().hex[:12]}"
+    _write(user, ops)
+    python, orm, sql = _python_flags(user), _orm_flags(user), _sql_flags(user)
+    assert orm == python
+    assert sql == {bag: {k: v for k, v in flags.items() if k in sql[bag]} for bag, flags in python.items()}
+    # Every deposit holds WORD, so a recall matches exactly the bags holding a live deposit.
+    matching = [bag for bag, flags in python.items() if flags["live"]]
+    expected = (
+        len(matching),
+        sum(python[bag]["conflict"] for bag in matching),
+        sum(python[bag]["confident"] for bag in matching),
+    )
+    request = SearchRequest(user_id=user, words=[WORD], now=timezone.now(), per_class=50)
+    for name, backend, walk in _backends():
+        _, totals, _ = SearchBackend.search(backend, request) if walk else backend.search(request)
+        assert (totals.bag_count, totals.conflict_bag_count, totals.confident_bag_count) == expected, name
+    for hit in recall(user_id=user, query=WORD, limit=50):
+        assert hit.has_disagreement == python[hit.bag_id]["conflict"]
+        assert hit.is_confident == python[hit.bag_id]["confident"]
+        assert hit.is_thin_evidence == python[hit.bag_id]["thin"]
