@@ -46,3 +46,19 @@ def require(request: HttpRequest, permission: str, user_id: str | None = None) -
         if not key.may_access(user_id):
             raise AtlasoError(FORBIDDEN, f"this API key is confined to user_ids starting {key.user_prefix!r}")
     return key
+
+
+def require_global_admin(request: HttpRequest) -> ApiKey:
+    """The request's key, if it holds `admin` and is confined to no prefix; else 403.
+
+    Deployment-wide reads and global changes span every owner, so a key confined to some
+    owners may not make them.
+    """
+    key = require(request, "admin")
+    if key.user_prefix:
+        raise AtlasoError(
+            FORBIDDEN,
+            f"this API key is confined to user_ids starting {key.user_prefix!r}; deployment-wide "
+            "operations need an admin key confined to no prefix",
+        )
+    return key

@@ -201,4 +201,37 @@ class RecallLog(models.Model):
     returned_confident = models.BooleanField()
 
     class Meta:
-        indexes = [models.Index(fields=["user_id", "created_at"], name="recall_user_created")]
+        indexes = [
+            models.Index(fields=["user_id", "created_at"], name="recall_user_created"),
+            # The diagnostics job asks which owners recalled since its last run, across owners.
+            models.Index(fields=["created_at"], name="recall_created"),
+        ]
+
+
+class ConflictEpisode(models.Model):
+    """One stretch of time a bag spent in conflict: opened and closed by the writes that cause it."""
+
+    SUPERSESSION, RETRACTION, ERASURE = "supersession", "retraction", "erasure"
+
+    user_id = models.CharField(max_length=128)
+    bag = models.ForeignKey(ScopeBag, on_delete=models.PROTECT, related_name="episodes", db_index=False)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True)
+    ended_by = models.CharField(max_length=16, null=True)
+    # The deposit whose write ended it, as a plain value: an erased deposit is gone.
+    ended_by_deposit_id = models.UUIDField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bag"], condition=models.Q(ended_at__isnull=True), name="episode_one_open_per_bag"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["user_id", "ended_at"], name="episode_user_ended"),
+            models.Index(fields=["ended_at", "started_at"], name="episode_ended_started"),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None

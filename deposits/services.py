@@ -44,7 +44,8 @@ from deposits.domain.validation import (
     validate_scope,
     validate_user_id,
 )
-from deposits.models import Contradiction, Deposit, IdempotencyEntry, RecallLog
+from deposits.episodes import Closer, episodes_sync
+from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog
 from deposits.recall import SearchResults
 from deposits.selectors import as_uuid, deposit_record, deposit_records
 
@@ -342,7 +343,8 @@ def _write_batch(
     _claim_keys(user_id, pending, now)
     fresh = [p for p in pending if p.outcome is None and p.follows is None]
     if fresh:
-        _insert(user_id, fresh, channel_name=channel_name, targets=targets, now=now)
+        touched, closers = _insert(user_id, fresh, channel_name=channel_name, targets=targets, now=now)
+        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers)
         for item in fresh:
             if item.draft.belief is not None and channel is not None:
                 claim = item.draft.belief
@@ -365,7 +367,9 @@ def _insert(
     channel_name: str | None,
     targets: Mapping[str, Deposit],
     now: datetime,
-) -> None:
+) -> tuple[set[str], dict[str, Closer]]:
+    """Insert the items; returns the bags whose counts changed, and which write may have
+    ended each one's conflict (the first deposit of the batch that superseded one of its own)."""
     by_bag: dict[str, NewDeposits] = {}
     rows = []
     for item in items:
@@ -395,9 +399,13 @@ def _insert(
         for item in items
         for raw in dict.fromkeys(item.draft.contradicts)
     ]
+    closers: dict[str, Closer] = {}
     if edges:
         Contradiction.objects.bulk_create(edges)
         bags_recount(edge.old_deposit.bag_id for edge in edges)
+        for edge in edges:
+            closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
+    return set(by_bag) | set(closers), closers
 
 
 def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:
@@ -588,17 +596,22 @@ def deposit_retract(
             row.bag_id,
             *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True),
         }
-        erased = str(row.pk)
+        erased = row.pk
         row.delete()
         bags_recount(affected)
-        observations_erase(user_id=user_id, deposit_id=erased)
+        closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
+        episodes_sync(user_id=user_id, bag_ids=affected, now=timezone.now(), closers=closers)
+        observations_erase(user_id=user_id, deposit_id=str(erased))
     return RetractResult(deposit_id=deposit_id, mode="hard")
 
 
 def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
     if row.retracted_at is None:
-        Deposit.objects.filter(pk=row.pk).update(retracted_at=timezone.now(), retracted_reason=reason or "")
+        now = timezone.now()
+        Deposit.objects.filter(pk=row.pk).update(retracted_at=now, retracted_reason=reason or "")
         bags_recount([row.bag_id])
+        closer = (ConflictEpisode.RETRACTION, row.pk)
+        episodes_sync(user_id=row.user_id, bag_ids=[row.bag_id], now=now, closers={row.bag_id: closer})
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
     preserved = tuple(
         str(i)

@@ -6,9 +6,18 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from atlaso_site.lib.wire import with_errors
-from beliefs.access import require
+from beliefs.access import require, require_global_admin
 from diagnostics import selectors
-from diagnostics.schemas import CalibrationOut, DiagnosticsOut, HealthQuery, PeekOut, PeekQuery
+from diagnostics.schemas import (
+    CalibrationOut,
+    DaysQuery,
+    DeploymentHealthOut,
+    DiagnosticsOut,
+    HealthHistoryOut,
+    HealthQuery,
+    PeekOut,
+    PeekQuery,
+)
 
 router = Router(tags=["diagnostics"])
 
@@ -18,6 +27,23 @@ def health(request: HttpRequest, user_id: str, query: Query[HealthQuery]):
     """The owner's Field Maturity Index, its four pillars, and a one-line verdict."""
     require(request, "read", user_id)
     return Status(200, selectors.health(user_id=user_id, window_days=query.window_days))
+
+
+@router.get("/users/{user_id}/health/history", response=with_errors(**{"200": HealthHistoryOut}))
+def health_history(request: HttpRequest, user_id: str, query: Query[DaysQuery]):
+    """The owner's FMI snapshots over the last `days`, oldest first, and its conflict backlog now."""
+    require(request, "read", user_id)
+    return Status(200, selectors.health_history(user_id=user_id, days=query.days))
+
+
+@router.get("/diagnostics", response=with_errors(**{"200": DeploymentHealthOut}))
+def deployment_health(request: HttpRequest, query: Query[DaysQuery]):
+    """The whole deployment: its health now, its snapshots over `days`, and the conflict backlog.
+
+    Needs an admin key confined to no prefix: it pools every owner.
+    """
+    require_global_admin(request)
+    return Status(200, selectors.deployment_health(days=query.days))
 
 
 @router.get("/users/{user_id}/peek", response=with_errors(**{"200": PeekOut}))

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-from atlaso_site.lib.wire import DepositOut, OutSchema
+from atlaso_site.lib.wire import DepositOut, OutSchema, WireTime
 
 
 class DiagnosticsOut(OutSchema):
@@ -76,3 +76,47 @@ class CalibrationOut(OutSchema):
     per_tier: dict[str, TierCalibrationOut]
     diagram: list[DiagramBinOut]
     is_frequency: bool
+
+
+class DaysQuery(Schema):
+    days: int = Field(30, ge=1, le=365)
+
+
+class SnapshotOut(Schema):
+    taken_at: WireTime
+    fmi: int
+    coverage: float
+    precision: float
+    resolution: float
+    density: float
+    deposit_count: int
+    bag_count: int
+    conflict_bag_count: int
+    uncertain_belief_count: int
+    recall_count: int
+
+
+class DeploymentSnapshotOut(SnapshotOut):
+    owner_count: int
+
+
+class BacklogOut(Schema):
+    open_conflicts: int
+    oldest_open_started_at: WireTime | None
+    resolved_in_window: int
+    median_hours_to_resolution: float | None
+
+
+class HealthHistoryOut(OutSchema):
+    kind: Literal["health_history"]
+    user_id: str
+    days: int
+    points: list[SnapshotOut]
+    backlog: BacklogOut
+
+
+class DeploymentHealthOut(OutSchema):
+    kind: Literal["deployment_health"]
+    current: DeploymentSnapshotOut
+    points: list[DeploymentSnapshotOut]
+    backlog: BacklogOut

@@ -2,62 +2,236 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Q, Sum
+from django.db.models import Aggregate, Count, F, FloatField, Min, Q, QuerySet, Sum
 from django.db.models.functions import Cast, Greatest
 from django.utils import timezone
 
-from beliefs.models import CalibrationOutcome
+from beliefs.models import Belief, CalibrationOutcome
 from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.models import Deposit, RecallLog, ScopeBag
+from deposits.models import ConflictEpisode, Deposit, RecallLog, ScopeBag
 from deposits.selectors import deposit_records
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
-from diagnostics.domain.fmi import Diagnostics, Pillars
+from diagnostics.domain.fmi import Diagnostics, FieldCounts
+from diagnostics.models import Snapshot
+
+SNAPSHOT_WINDOW_DAYS = 30
 
 
-def _bag_aggregates(user_id: str) -> dict[str, Any]:
-    bags = (
-        ScopeBag.objects.filter(user_id=user_id)
-        .with_rules()
-        .annotate(
-            size=F("directional") + F("live_open"),
-            dominant=Greatest("live_positive", "live_negative", "live_cautionary"),
-        )
+def _annotated_bags(bags: QuerySet[ScopeBag]) -> QuerySet[ScopeBag]:
+    return bags.with_rules().annotate(
+        size=F("directional") + F("live_open"),
+        dominant=Greatest("live_positive", "live_negative", "live_cautionary"),
     )
+
+
+def _bag_aggregates() -> dict[str, Aggregate]:
     # Precision looks at every bag that is not thin evidence, whatever its sides.
     multi = Q(directional__gt=THIN_MAX_DIRECTIONAL)
-    return bags.aggregate(
-        live_bags=Count("id", filter=Q(size__gt=0)),
-        singleton_bags=Count("id", filter=Q(size=1)),
-        multi_bags=Count("id", filter=multi),
-        agreement_sum=Sum(Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=multi),
-        split_bags=Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
-        resolved_bags=Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)),
-        deposit_count=Sum("size"),
+    return {
+        "live_bags": Count("id", filter=Q(size__gt=0)),
+        "singleton_bags": Count("id", filter=Q(size=1)),
+        "multi_bags": Count("id", filter=multi),
+        "agreement_sum": Sum(
+            Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=multi
+        ),
+        "split_bags": Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
+        "resolved_bags": Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)),
+        "conflict_bags": Count("id", filter=Q(directional_kinds__gte=CONFLICT_MIN_KINDS)),
+        "deposit_count": Sum("size"),
+    }
+
+
+def _recall_aggregates() -> dict[str, Aggregate]:
+    return {"recalls": Count("id"), "confident_recalls": Count("id", filter=Q(returned_confident=True))}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldTotals:
+    """One owner's (or the pooled deployment's) counts: the pillars' inputs and what a snapshot shows."""
+
+    counts: FieldCounts = FieldCounts()  # noqa: RUF009 (frozen)
+    deposit_count: int = 0
+    conflict_bag_count: int = 0
+    uncertain_belief_count: int = 0
+    owner_count: int | None = None
+
+    @property
+    def bag_count(self) -> int:
+        return self.counts.live_bags
+
+    @property
+    def recall_count(self) -> int:
+        return self.counts.recalls
+
+
+def _totals(
+    bags: dict[str, Any], recalls: dict[str, Any], uncertain: int, owners: int | None = None
+) -> FieldTotals:
+    return FieldTotals(
+        counts=FieldCounts(
+            recalls=recalls.get("recalls") or 0,
+            confident_recalls=recalls.get("confident_recalls") or 0,
+            live_bags=bags.get("live_bags") or 0,
+            singleton_bags=bags.get("singleton_bags") or 0,
+            multi_bags=bags.get("multi_bags") or 0,
+            agreement_sum=bags.get("agreement_sum") or 0.0,
+            split_bags=bags.get("split_bags") or 0,
+            resolved_bags=bags.get("resolved_bags") or 0,
+        ),
+        deposit_count=int(bags.get("deposit_count") or 0),
+        conflict_bag_count=bags.get("conflict_bags") or 0,
+        uncertain_belief_count=uncertain,
+        owner_count=owners,
     )
+
+
+def field_totals_by_owner(
+    user_ids: Sequence[str], *, window_days: int = SNAPSHOT_WINDOW_DAYS, now: datetime
+) -> dict[str, FieldTotals]:
+    """Every named owner's totals in three grouped queries, whatever the number of owners or bags."""
+    bags = {
+        row["user_id"]: row
+        for row in _annotated_bags(ScopeBag.objects.filter(user_id__in=user_ids))
+        .values("user_id")
+        .annotate(**_bag_aggregates())
+        .order_by()
+    }
+    recalls = {
+        row["user_id"]: row
+        for row in RecallLog.objects.filter(
+            user_id__in=user_ids, created_at__gt=now - timedelta(days=window_days)
+        )
+        .values("user_id")
+        .annotate(**_recall_aggregates())
+        .order_by()
+    }
+    uncertain = dict(
+        Belief.objects.filter(user_id__in=user_ids, is_uncertain=True)
+        .values("user_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("user_id", "n")
+    )
+    return {u: _totals(bags.get(u, {}), recalls.get(u, {}), uncertain.get(u, 0)) for u in user_ids}
+
+
+def field_totals_pooled(*, window_days: int = SNAPSHOT_WINDOW_DAYS, now: datetime) -> FieldTotals:
+    """The deployment: the same formulas over every owner's rows pooled, not an average of owners."""
+    bags = _annotated_bags(ScopeBag.objects.all()).aggregate(
+        **_bag_aggregates(), owners=Count("user_id", distinct=True, filter=Q(size__gt=0))
+    )
+    recalls = RecallLog.objects.filter(created_at__gt=now - timedelta(days=window_days)).aggregate(
+        **_recall_aggregates()
+    )
+    uncertain = Belief.objects.filter(is_uncertain=True).count()
+    return _totals(bags, recalls, uncertain, owners=bags["owners"] or 0)
 
 
 def health(*, user_id: str, window_days: int = 30, now: datetime | None = None) -> Diagnostics:
     """The owner's FMI over the last `window_days` of recalls, from live bag counts."""
-    now = now or timezone.now()
-    totals = _bag_aggregates(user_id)
-    recalls = RecallLog.objects.filter(
-        user_id=user_id, created_at__gt=now - timedelta(days=window_days)
-    ).aggregate(total=Count("id"), confident=Count("id", filter=Q(returned_confident=True)))
-    coverage = recalls["confident"] / recalls["total"] if recalls["total"] else 0.0
-    precision = totals["agreement_sum"] / totals["multi_bags"] if totals["multi_bags"] else 1.0
-    resolution = totals["resolved_bags"] / totals["split_bags"] if totals["split_bags"] else 1.0
-    density = 1 - totals["singleton_bags"] / totals["live_bags"] if totals["live_bags"] else 0.0
+    totals = field_totals_by_owner([user_id], window_days=window_days, now=now or timezone.now())[user_id]
     # deposit_count is live deposits; the bag counts already hold exactly that.
     return Diagnostics(
-        pillars=Pillars(coverage=coverage, precision=precision, resolution=resolution, density=density),
-        window_days=window_days,
-        deposit_count=int(totals["deposit_count"] or 0),
+        pillars=totals.counts.pillars(), window_days=window_days, deposit_count=totals.deposit_count
+    )
+
+
+def snapshot_of(user_id: str | None, totals: FieldTotals, now: datetime) -> Snapshot:
+    """An (unsaved) snapshot of the totals."""
+    pillars = totals.counts.pillars()
+    return Snapshot(
+        user_id=user_id,
+        taken_at=now,
+        window_days=SNAPSHOT_WINDOW_DAYS,
+        fmi=pillars.fmi,
+        coverage=pillars.coverage,
+        precision=pillars.precision,
+        resolution=pillars.resolution,
+        density=pillars.density,
+        deposit_count=totals.deposit_count,
+        bag_count=totals.bag_count,
+        conflict_bag_count=totals.conflict_bag_count,
+        uncertain_belief_count=totals.uncertain_belief_count,
+        recall_count=totals.recall_count,
+        owner_count=totals.owner_count,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The conflict backlog now, and how fast conflicts were resolved in the window."""
+
+    open_conflicts: int
+    oldest_open_started_at: datetime | None
+    resolved_in_window: int
+    median_hours_to_resolution: float | None
+
+
+def backlog(*, user_id: str | None = None, days: int = 30, now: datetime | None = None) -> Backlog:
+    """From the conflict episodes, when read (current even between snapshots)."""
+    now = now or timezone.now()
+    episodes = (
+        ConflictEpisode.objects.all() if user_id is None else ConflictEpisode.objects.filter(user_id=user_id)
+    )
+    waiting = episodes.filter(ended_at__isnull=True).aggregate(n=Count("id"), oldest=Min("started_at"))
+    spans = episodes.filter(ended_at__gt=now - timedelta(days=days)).values_list("started_at", "ended_at")
+    hours = [(ended - started).total_seconds() / 3600 for started, ended in spans]
+    return Backlog(
+        open_conflicts=waiting["n"],
+        oldest_open_started_at=waiting["oldest"],
+        resolved_in_window=len(hours),
+        median_hours_to_resolution=statistics.median(hours) if hours else None,
+    )
+
+
+def _points(user_id: str | None, days: int, now: datetime) -> list[Snapshot]:
+    rows = (
+        Snapshot.objects.filter(user_id=user_id) if user_id else Snapshot.objects.filter(user_id__isnull=True)
+    )
+    return list(rows.filter(taken_at__gt=now - timedelta(days=days)).order_by("taken_at", "id"))
+
+
+@dataclass(frozen=True, slots=True)
+class HealthHistory:
+    user_id: str
+    days: int
+    points: list[Snapshot]
+    backlog: Backlog
+
+
+def health_history(*, user_id: str, days: int = 30, now: datetime | None = None) -> HealthHistory:
+    """An owner's snapshots inside `days`, oldest first, and its conflict backlog."""
+    now = now or timezone.now()
+    return HealthHistory(
+        user_id=user_id,
+        days=days,
+        points=_points(user_id, days, now),
+        backlog=backlog(user_id=user_id, days=days, now=now),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentHealth:
+    current: Snapshot
+    points: list[Snapshot]
+    backlog: Backlog
+
+
+def deployment_health(*, days: int = 30, now: datetime | None = None) -> DeploymentHealth:
+    """The deployment now (computed, not copied from the last snapshot), its trend and backlog."""
+    now = now or timezone.now()
+    return DeploymentHealth(
+        current=snapshot_of(None, field_totals_pooled(now=now), now),
+        points=_points(None, days, now),
+        backlog=backlog(days=days, now=now),
     )
 
 

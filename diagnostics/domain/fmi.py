@@ -53,6 +53,31 @@ class Pillars:
         return min(values, key=lambda name: values[name])
 
 
+@dataclass(frozen=True, slots=True)
+class FieldCounts:
+    """What the four pillars are computed from, for one owner or for every owner pooled."""
+
+    recalls: int = 0
+    confident_recalls: int = 0
+    live_bags: int = 0
+    singleton_bags: int = 0
+    # Bags that are not thin evidence, and the sum of their agreement scores.
+    multi_bags: int = 0
+    agreement_sum: float = 0.0
+    # Bags once split between sides (superseded claims included), and those of them corrected.
+    split_bags: int = 0
+    resolved_bags: int = 0
+
+    def pillars(self) -> Pillars:
+        """Coverage, precision, resolution, density; a pillar with nothing to judge is neutral."""
+        return Pillars(
+            coverage=self.confident_recalls / self.recalls if self.recalls else 0.0,
+            precision=self.agreement_sum / self.multi_bags if self.multi_bags else 1.0,
+            resolution=self.resolved_bags / self.split_bags if self.split_bags else 1.0,
+            density=1 - self.singleton_bags / self.live_bags if self.live_bags else 0.0,
+        )
+
+
 def band(fmi: int) -> str:
     if fmi >= HEALTHY:
         return "healthy"
