@@ -57,8 +57,8 @@ run: setup
 test: $(VENV)/.installed
 	@$(PY) -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then \
-		echo "== The same suite on the embedded SQLite database =="; \
-		env -u DATABASE_URL $(PY) -m pytest; fi
+		echo "== The same suite on the embedded SQLite database (the browser tests ran above) =="; \
+		env -u DATABASE_URL $(PY) -m pytest -m "not e2e"; fi
 
 lint: $(VENV)/.installed
 	@$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(VENV)/bin/lint-imports --no-cache --no-logo

@@ -18,6 +18,7 @@ from deposits.api_recall import router as recall_router
 from deposits.domain.types import ENUMS
 from deposits.domain.validation import enum_message
 from diagnostics.api import router as diagnostics_router
+from diagnostics.api_jobs import router as jobs_router
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ api.add_router("", deposits_router)
 api.add_router("", recall_router)
 api.add_router("", diagnostics_router)
 api.add_router("", beliefs_router)
+api.add_router("", jobs_router)
 
 # The one map from an error's code to its HTTP status: services and selectors know no HTTP.
 ERROR_STATUS: dict[str, int] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -127,10 +128,14 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    # Login throttling (see AXES_* below).
+    "axes",
     # Its templates and static files: /api/v1/docs serves Swagger UI itself, not from a CDN.
     "ninja",
     # The project package itself: its AppConfig loads the Celery app in every process.
     "atlaso_site",
+    # Job runs: a kernel app under every app, so any app can record a run (see its __init__).
+    "atlaso_site.lib.jobs",
     "beliefs",
     "deposits",
     "diagnostics",
@@ -148,6 +153,14 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a throttled login into the lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# AxesStandaloneBackend first: it refuses a throttled login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "atlaso_site.urls"
@@ -163,7 +176,10 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "atlaso_site.lib.dashboard_access.dashboard",
             ],
+            # The dashboard's template tags live in the kernel, which is not an app.
+            "libraries": {"atlaso": "atlaso_site.lib.templatetags"},
         },
     },
 ]
@@ -211,7 +227,21 @@ STORAGES = {
     },
 }
 
-LOGIN_URL = "/admin/login/"
+# The dashboard (see atlaso_site.lib.dashboard_access for the roles).
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# Login throttling, django-axes with its database handler (shared by every gunicorn worker):
+# 5 failures for one username, or from one address, lock that username or address out of
+# /accounts/login/ and /admin/login/ for 15 minutes after the last failure. Attempts made
+# while locked out are refused without being counted, so the window does not grow.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # no banner on every start of every command
 
 # Celery: Redis when REDIS_URL is set, else kombu's filesystem transport under var/.
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -232,16 +262,9 @@ else:
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
-    "expire-idempotency-keys": {
-        "task": "deposits.tasks.expire_idempotency_keys",
-        "schedule": 3600.0,
-    },
-    "verify-beliefs": {
-        "task": "beliefs.tasks.verify_beliefs",
-        "schedule": 86400.0,
-    },
-}
+# A worker takes one message at a time: a long job holds no other run hostage, and a run's
+# message is acknowledged only when it ends (acks_late on diagnostics.tasks.run_job).
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # Beliefs (see docs/BELIEFS.md).
 BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float("BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0)
@@ -253,6 +276,25 @@ BELIEF_CALIBRATION_MIN_OUTCOMES = env_int("BELIEF_CALIBRATION_MIN_OUTCOMES", 30,
 
 # Diagnostics.
 FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
+
+# Beat records a run (trigger `beat`) of each job and runs it through diagnostics.jobs.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "recompute-diagnostics": {
+        "task": "diagnostics.tasks.run_scheduled_job",
+        "schedule": FMI_SNAPSHOT_MINUTES * 60.0,
+        "args": ("recompute_diagnostics",),
+    },
+    "expire-idempotency-keys": {
+        "task": "diagnostics.tasks.run_scheduled_job",
+        "schedule": 3600.0,
+        "args": ("expire_idempotency_keys",),
+    },
+    "verify-beliefs": {
+        "task": "diagnostics.tasks.run_scheduled_job",
+        "schedule": 86400.0,
+        "args": ("verify_beliefs",),
+    },
+}
 
 # API keys are only touched to record use when the last record is older than this.
 API_KEY_LAST_USED_RESOLUTION_SECONDS = 60

@@ -1,11 +1,17 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth.views import LoginView
+from django.urls import include, path
 
 from atlaso_site.api import api
-from atlaso_site.views import home
+from atlaso_site.views import DashboardLogoutView, home
 
 urlpatterns = [
     path("", home, name="home"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/logout/", DashboardLogoutView.as_view(), name="logout"),
+    path("", include("diagnostics.urls")),
+    path("", include("deposits.urls")),
+    path("", include("beliefs.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

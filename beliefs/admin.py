@@ -1,8 +1,8 @@
 """The admin for provenance and beliefs.
 
 Tiers, channels and API keys change only through the services the API uses, so a rebind
-schedules its rebuild and a key gets a real secret. The belief tables are shown read-only:
-services alone write them.
+records its rebuild run and a key gets a real secret. The belief tables are shown read-only:
+services alone write them (the job runs are shown by atlaso_site.lib.jobs.admin).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from atlaso_site.lib.admin import ReadOnlyAdminMixin, known_values_filter
+from atlaso_site.lib.admin import ReadOnlyAdminMixin
+from atlaso_site.lib.jobs.models import JobRun
 from beliefs.models import (
     DEFAULT_CHANNEL_TIER,
     PERMISSIONS,
@@ -29,7 +30,6 @@ from beliefs.models import (
     CalibrationOutcome,
     Channel,
     ProvenanceTier,
-    RebuildJob,
 )
 from beliefs.services import (
     DEFAULT_PERMISSIONS,
@@ -55,7 +55,7 @@ class ServiceForm(forms.ModelForm):
     any other and leaves nothing written; the admin's save_model then has nothing to save.
     """
 
-    rebuild_job: RebuildJob | None = None
+    rebuild_job: JobRun | None = None
 
     def _post_clean(self) -> None:
         super()._post_clean()
@@ -78,12 +78,12 @@ class ServiceAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Model, form: ServiceForm, change: bool) -> None:
         job = form.rebuild_job
         if job is not None:
-            link = reverse("admin:beliefs_rebuildjob_change", args=[job.pk])
+            link = reverse("admin:jobs_jobrun_change", args=[job.pk])
             self.message_user(
                 request,
                 format_html(
-                    'Rebuild job <a href="{}">#{}</a> was scheduled for the {} beliefs this change '
-                    "touches; until it finishes they keep the trust they had.",
+                    'A rebuild_beliefs run (<a href="{}">{}</a>) was queued for the {} beliefs this '
+                    "change touches; until it finishes they keep the trust they had.",
                     link,
                     job.pk,
                     job.total,
@@ -365,25 +365,3 @@ class CalibrationOutcomeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = USER_ID_SEARCH
     search_help_text = USER_ID_SEARCH_HELP
     ordering = ("-created_at",)
-
-
-@admin.register(RebuildJob)
-class RebuildJobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = (
-        "id",
-        "reason",
-        "status",
-        "total",
-        "done",
-        "changed",
-        "created_at",
-        "started_at",
-        "finished_at",
-    )
-    list_filter = (
-        known_values_filter(
-            "status", (RebuildJob.PENDING, RebuildJob.RUNNING, RebuildJob.DONE, RebuildJob.FAILED)
-        ),
-        "created_at",
-    )
-    search_fields = ("reason",)

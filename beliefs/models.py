@@ -146,26 +146,6 @@ class Belief(models.Model):
         indexes = [models.Index(fields=["user_id", "is_uncertain", "key"], name="belief_user_uncertain")]
 
 
-class RebuildJob(models.Model):
-    """A scheduled rebuild of the beliefs a provenance change touched, with visible progress."""
-
-    PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
-
-    reason = models.CharField(max_length=300)
-    channels = models.JSONField(default=list)
-    status = models.CharField(max_length=16, default=PENDING)
-    total = models.IntegerField(default=0)
-    done = models.IntegerField(default=0)
-    changed = models.IntegerField(default=0)
-    error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True)
-    finished_at = models.DateTimeField(null=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-
 class CalibrationOutcome(models.Model):
     """A reviewer confirmed a value: what the belief said just before, to score its probabilities."""
 

@@ -99,10 +99,16 @@ class ChannelIn(Schema):
 
 
 class RebuildOut(Schema):
-    id: int
+    """The job run that rebuilds what a provenance change touched; follow it at /jobs/{id}."""
+
+    id: WireId
     status: str
     total: int
     done: int
+
+    @staticmethod
+    def resolve_status(run: Any) -> str:
+        return run.reported_status
 
 
 class TierChangeOut(TierOut):

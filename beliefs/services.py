@@ -8,9 +8,13 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.jobs import Progress, no_progress
+from atlaso_site.lib.jobs.models import JobRun, Trigger
+from atlaso_site.lib.jobs.services import job_enqueue
 from atlaso_site.lib.secrets import hash_secret, new_secret
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
@@ -32,13 +36,15 @@ from beliefs.models import (
     CalibrationOutcome,
     Channel,
     ProvenanceTier,
-    RebuildJob,
     WithdrawnDeposit,
 )
 
 DEFAULT_PERMISSIONS = ("read", "write")
 MAX_SOURCE_ID = 200
-REBUILD_PROGRESS_EVERY = 50
+# The job that replays beliefs; a tier or channel change records a run of it.
+REBUILD_BELIEFS = "rebuild_beliefs"
+# How many differing keys a verify run lists in its counts (it counts them all).
+MAX_LISTED_MISMATCHES = 1000
 
 
 class ProvenanceError(AtlasoError):
@@ -333,68 +339,70 @@ def observations_erase(*, user_id: str, deposit_id: str) -> None:
         belief_rebuild(user_id=user_id, key=key)
 
 
-def affected_keys(channels: Iterable[str] | None) -> list[tuple[str, str]]:
-    """(user_id, key) of every belief the channels touched; every belief when channels is None."""
+def _touched(channels: Iterable[str] | None) -> QuerySet:
     revisions = BeliefRevision.objects.all()
     if channels is not None:
         revisions = revisions.filter(channel__in=list(channels))
-    return list(revisions.values_list("user_id", "belief_key").distinct().order_by("user_id", "belief_key"))
+    return revisions.values_list("user_id", "belief_key").distinct()
 
 
-def rebuild_schedule(*, reason: str, channels: Iterable[str] | None) -> RebuildJob:
-    """Record a pending rebuild and send it to a worker once this transaction commits."""
-    from beliefs.tasks import rebuild_beliefs
+def affected_keys(channels: Iterable[str] | None) -> list[tuple[str, str]]:
+    """(user_id, key) of every belief the channels touched; every belief when channels is None."""
+    return list(_touched(channels).order_by("user_id", "belief_key"))
 
-    names = None if channels is None else sorted(channels)
-    job = RebuildJob.objects.create(
-        reason=reason, channels=names if names is not None else ["*"], total=len(affected_keys(names))
+
+def _rebuild_enqueue(*, trigger: str, channels: Iterable[str]) -> JobRun:
+    """Record a rebuild of what the channels touched, sent to a worker once this transaction commits."""
+    names = sorted(channels)
+    return job_enqueue(
+        name=REBUILD_BELIEFS, trigger=trigger, params={"channels": names}, total=_touched(names).count()
     )
-    transaction.on_commit(lambda: rebuild_beliefs.delay(job.pk))
-    return job
 
 
-def rebuild_run(*, job_id: int) -> RebuildJob:
-    """Run a scheduled rebuild; a job already taken by another worker is left to it."""
-    claimed = RebuildJob.objects.filter(pk=job_id, status=RebuildJob.PENDING).update(
-        status=RebuildJob.RUNNING, started_at=timezone.now()
-    )
-    job = RebuildJob.objects.get(pk=job_id)
-    if not claimed:
-        return job
-    channels = None if job.channels == ["*"] else job.channels
-    try:
-        keys = affected_keys(channels)
-        RebuildJob.objects.filter(pk=job.pk).update(total=len(keys))
-        changed = 0
-        for done, (user_id, key) in enumerate(keys, start=1):
-            changed += belief_rebuild(user_id=user_id, key=key)
-            if done % REBUILD_PROGRESS_EVERY == 0 or done == len(keys):
-                RebuildJob.objects.filter(pk=job.pk).update(done=done, changed=changed)
-        RebuildJob.objects.filter(pk=job.pk).update(status=RebuildJob.DONE, finished_at=timezone.now())
-    except Exception as error:
-        RebuildJob.objects.filter(pk=job.pk).update(
-            status=RebuildJob.FAILED, error=str(error)[:2000], finished_at=timezone.now()
-        )
-        raise
-    job.refresh_from_db()
-    return job
+def beliefs_rebuild(*, channels: list[str] | None, progress: Progress | None = None) -> dict[str, int]:
+    """Replay every belief the channels touched (every belief when None) with today's tiers.
+
+    Each key is replayed and stored in its own transaction, so a run can stop anywhere and
+    run again: a replay of a replay changes nothing.
+    """
+    progress = progress or no_progress
+    keys = affected_keys(channels)
+    progress(0, len(keys))
+    changed = 0
+    for done, (user_id, key) in enumerate(keys, start=1):
+        changed += belief_rebuild(user_id=user_id, key=key)
+        progress(done, len(keys))
+    return {"beliefs": len(keys), "rebuilt": len(keys), "changed": changed}
 
 
-def beliefs_verify() -> list[tuple[str, str]]:
-    """(user_id, key) of every stored state that differs from the replay of its log."""
+def beliefs_verify(*, progress: Progress | None = None) -> dict[str, object]:
+    """Compare every stored state with the replay of its log.
+
+    Counts: `checked`, `mismatched` and `mismatches`, the [user_id, key] of those that differ
+    (the first MAX_LISTED_MISMATCHES of them).
+    """
+    progress = progress or no_progress
     knobs = rule_settings()
-    differing = []
+    total = Belief.objects.count()
+    progress(0, total)
+    checked, differing = 0, []
     for row in Belief.objects.order_by("user_id", "key").iterator():
         log = replay_observations(row.user_id, row.key)
         replayed = rule.fold(log, knobs)[0].to_json() if log else None
         if replayed != (None if row.state.get("empty") else row.state):
-            differing.append((row.user_id, row.key))
-    return differing
+            differing.append([row.user_id, row.key])
+        checked += 1
+        progress(checked, max(total, checked))
+    return {
+        "checked": checked,
+        "mismatched": len(differing),
+        "mismatches": differing[:MAX_LISTED_MISMATCHES],
+    }
 
 
 def tier_update(
     *, name: str, ceiling: float | None = None, description: str | None = None
-) -> tuple[ProvenanceTier, RebuildJob | None]:
+) -> tuple[ProvenanceTier, JobRun | None]:
     """Change a tier; a new ceiling rebuilds every belief its channels touched or that cites it as taint."""
     tier = ProvenanceTier.objects.filter(name=name).first()
     if tier is None:
@@ -413,7 +421,7 @@ def tier_update(
                 # A taint tier caps r too, so the channels that relayed content under it count.
                 relayed = BeliefRevision.objects.filter(taint_tier=name).values_list("channel", flat=True)
                 channels = {*tier.channels.values_list("name", flat=True), *relayed.distinct()}
-                job = rebuild_schedule(reason=f"tier {name} ceiling set to {ceiling}", channels=channels)
+                job = _rebuild_enqueue(trigger=Trigger.TIER_CHANGE, channels=channels)
         else:
             tier.save()
     return tier, job
@@ -421,7 +429,7 @@ def tier_update(
 
 def channel_bind(
     *, name: str, tier_name: str, description: str | None = None
-) -> tuple[Channel, RebuildJob | None]:
+) -> tuple[Channel, JobRun | None]:
     """Create a channel on a tier, or rebind an existing one (which schedules a rebuild)."""
     tier = ProvenanceTier.objects.filter(name=tier_name).first()
     if tier is None:
@@ -433,7 +441,7 @@ def channel_bind(
         job = None
         if channel.tier_id != tier.pk:
             channel.tier = tier
-            job = rebuild_schedule(reason=f"channel {name} rebound to tier {tier_name}", channels=[name])
+            job = _rebuild_enqueue(trigger=Trigger.CHANNEL_CHANGE, channels=[name])
         if description is not None:
             channel.description = description[:500]
         channel.save()

@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page
 from deposits.domain import bags as rules
 from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.types import DIRECTIONAL, FACETS, Scope
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.models import Deposit, ScopeBag
+from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.selectors import deposit_records
 
 MAX_BAG_DEPOSITS = 500
@@ -133,3 +136,66 @@ def bag_detail(*, user_id: str, bag_id: str) -> BagDetail:
         .order_by("-created_at", "-id")[:MAX_BAG_DEPOSITS]
     )
     return BagDetail.of(bag, deposits=tuple(deposit_records(rows, with_state=True)))
+
+
+QUEUE_PREVIEW = 3
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    """A bag waiting in the conflict queue: since when, and its live directional deposits."""
+
+    bag: Bag
+    conflict_since: datetime
+    # The newest few live deposits of each side, newest first: what the reviewer weighs.
+    deposits: tuple[DepositRecord, ...]
+    # How many live directional deposits the bag holds beyond the preview.
+    more: int
+
+    @property
+    def user_id(self) -> str:
+        return self.bag.user_id
+
+    def side(self, polarity: str) -> list[DepositRecord]:
+        return [d for d in self.deposits if d.polarity == polarity]
+
+
+def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) -> Page[QueueItem]:
+    """Every open conflict across owners, oldest conflict first, in four queries whatever the page."""
+    episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
+    if owner_prefix:
+        episodes = episodes.filter(user_id__startswith=owner_prefix)
+    total = episodes.count()
+    page = list(episodes.select_related("bag").order_by("started_at", "id")[offset : offset + limit])
+    ids = [episode.bag_id for episode in page]
+    rows = list(
+        Deposit.objects.filter(bag_id__in=ids)
+        .live()
+        .directional()
+        .annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("bag_id"), F("polarity")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(place__lte=QUEUE_PREVIEW)
+        .order_by("-created_at", "-id")
+    )
+    records = dict(zip([row.pk for row in rows], deposit_records(rows), strict=True))
+    by_bag: dict[str, list[DepositRecord]] = {bag_id: [] for bag_id in ids}
+    for row in rows:
+        by_bag[row.bag_id].append(records[row.pk])
+    items = []
+    for episode in page:
+        bag = Bag.of(episode.bag)
+        shown = tuple(by_bag[episode.bag_id])
+        items.append(
+            QueueItem(
+                bag=bag,
+                conflict_since=episode.started_at,
+                deposits=shown,
+                more=bag.stats.directional_count - len(shown),
+            )
+        )
+    return Page(items=items, total=total, limit=limit, offset=offset)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-from atlaso_site.lib.wire import DepositOut, OutSchema, WireTime
+from atlaso_site.lib.wire import DepositOut, OutSchema, PageQuery, WireId, WireTime
 
 
 class DiagnosticsOut(OutSchema):
@@ -120,3 +120,40 @@ class DeploymentHealthOut(OutSchema):
     current: DeploymentSnapshotOut
     points: list[DeploymentSnapshotOut]
     backlog: BacklogOut
+
+
+# --- Job runs ----------------------------------------------------------------------------------
+
+JobRunStatus = Literal["queued", "running", "succeeded", "failed", "skipped", "lost", "stalled"]
+JobTrigger = Literal["beat", "command", "tier_change", "channel_change", "dashboard", "api"]
+
+
+class JobRunOut(OutSchema):
+    kind: Literal["job_run"]
+    id: WireId
+    name: str
+    trigger: JobTrigger
+    status: JobRunStatus
+    queued_at: WireTime
+    started_at: WireTime | None
+    finished_at: WireTime | None
+    done: int
+    total: int
+    counts: dict[str, Any]
+    error: str | None
+
+    @staticmethod
+    def resolve_status(run: Any) -> str:
+        # As reported: a run that stopped moving is `lost` or `stalled`, not what its row says.
+        return run.reported_status
+
+
+class JobRunPageOut(OutSchema):
+    kind: Literal["job_run_page"]
+    items: list[JobRunOut]
+    total: int
+
+
+class JobRunQuery(PageQuery):
+    name: str | None = Field(None, max_length=64)
+    status: JobRunStatus | None = None

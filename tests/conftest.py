@@ -86,3 +86,34 @@ def eraser(db: None) -> ApiClient:
 def on_postgres() -> None:
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://… (CI does)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every transactional test puts back the rows the migrations seed, as serialized_rollback does.
+
+    A transactional test empties every table when it ends; without serialized rollback Django
+    then recreates the content types with new ids, and the next test that restores the
+    migrations' rows (tiers, the human_review channel, the dashboard's groups: every browser
+    test) fails on them. So the rule is the suite's, not each test's to remember.
+    """
+    from pytest_django.fixtures import validate_django_db
+
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        if marker is None:
+            continue
+        transaction, reset_sequences, databases, serialized_rollback, available_apps = validate_django_db(
+            marker
+        )
+        if transaction and not serialized_rollback:
+            item.add_marker(
+                pytest.mark.django_db(
+                    transaction=True,
+                    reset_sequences=reset_sequences,
+                    databases=databases,
+                    serialized_rollback=True,
+                    available_apps=available_apps,
+                ),
+                append=False,
+            )

@@ -10,7 +10,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from beliefs.models import PERMISSIONS, ApiKey, Channel, ProvenanceTier, RebuildJob
+from atlaso_site.lib.jobs.models import JobRun
+from beliefs.models import PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from beliefs.services import belief_confirm, beliefs_verify, channel_bind
 from deposits.models import Deposit
 from tests.beliefs.helpers import OLD, observe, verdict
@@ -20,7 +21,7 @@ READ_ONLY_LISTS = (
     "beliefs_belief",
     "beliefs_beliefrevision",
     "beliefs_calibrationoutcome",
-    "beliefs_rebuildjob",
+    "jobs_jobrun",
     "deposits_scopebag",
     "deposits_deposit",
     "deposits_contradiction",
@@ -145,14 +146,15 @@ def test_rebinding_a_channel_schedules_a_rebuild_that_applies_the_new_tier(
             follow=True,
         )
     assert response.status_code == 200 and len(sent) == 1
-    job = RebuildJob.objects.get()
-    assert (job.status, job.channels, job.total, job.done) == (RebuildJob.DONE, ["agent-a"], 1, 1)
-    assert any(f"#{job.pk}</a> was scheduled" in message for message in messages_of(response))
+    job = JobRun.objects.get()
+    assert (job.name, job.trigger, job.status) == ("rebuild_beliefs", "channel_change", "succeeded")
+    assert (job.params, job.total, job.done) == ({"channels": ["agent-a"]}, 1, 1)
+    assert any(f"{job.pk}</a>) was queued" in message for message in messages_of(response))
     channel.refresh_from_db()
     assert (channel.tier.name, channel.description) == ("web_fetch", "a scraper after all")
     # web_fetch sits below the pivot: what the channel said no longer makes a fact.
     assert verdict(agent)["fact"] is None
-    assert beliefs_verify() == []
+    assert beliefs_verify()["mismatches"] == []
 
 
 def test_adding_a_channel_creates_it_on_its_tier_and_an_existing_name_is_refused(admin_client):
@@ -163,19 +165,24 @@ def test_adding_a_channel_creates_it_on_its_tier_and_an_existing_name_is_refused
     again = admin_client.post(add, {"name": "notes-app", "tier": tier("web_fetch").pk, "description": ""})
     assert form_errors(again) == ["Channel with this Name already exists."]
     assert Channel.objects.get(name="notes-app").tier.name == "user_direct"
-    assert not RebuildJob.objects.exists()
+    assert not JobRun.objects.exists()
 
 
 def test_changing_a_tier_ceiling_schedules_a_rebuild_and_a_description_alone_does_not(admin_client, api):
     observe(api, OLD)
     change = reverse("admin:beliefs_provenancetier_change", args=[tier("agent_own").pk])
     described = admin_client.post(change, {"ceiling": 0.8, "description": "our own agents"}, follow=True)
-    assert described.status_code == 200 and not RebuildJob.objects.exists()
+    assert described.status_code == 200 and not JobRun.objects.exists()
     assert tier("agent_own").description == "our own agents"
     lowered = admin_client.post(change, {"ceiling": 0.4, "description": "our own agents"}, follow=True)
-    job = RebuildJob.objects.get()
-    assert (job.status, job.channels, job.total) == (RebuildJob.PENDING, ["agent-a"], 1)
-    assert any(f"#{job.pk}</a> was scheduled" in message for message in messages_of(lowered))
+    job = JobRun.objects.get()
+    assert (job.trigger, job.status, job.params, job.total) == (
+        "tier_change",
+        "queued",
+        {"channels": ["agent-a"]},
+        1,
+    )
+    assert any(f"{job.pk}</a>) was queued" in message for message in messages_of(lowered))
     assert tier("agent_own").ceiling == 0.4
 
 

@@ -1,16 +1,38 @@
+"""`/`: today's landing page, in the frame, for reviewers and operators."""
+
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from deposits.services import deposit_add
+from tests.cast import make_login
+
+pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.django_db
-def test_the_landing_page_counts_what_is_stored_and_links_to_the_api_docs():
-    deposit_add(user_id="alice", data={"content": "Alice prefers oat milk"}, channel="agent-a")
-    page = Client().get("/")
+def test_anonymous_is_sent_to_the_login_page(client):
+    response = client.get("/")
+    assert response.status_code == 302 and response.url == "/accounts/login/?next=/"
+
+
+def test_a_login_with_no_role_is_refused(client):
+    client.force_login(make_login("no-role"))
+    response = client.get("/")
+    assert response.status_code == 403
+    assert "needs the reviewer or operator role" in response.content.decode()
+
+
+@pytest.mark.parametrize("role", ["reviewer", "operator", "superuser"])
+def test_reviewers_and_operators_see_it(client, role):
+    client.force_login(make_login(role))
+    page = client.get("/")
     assert page.status_code == 200
-    text = page.content.decode()
+    assert "<h1>Atlaso is running</h1>" in page.content.decode()
+
+
+def test_the_landing_page_counts_what_is_stored_and_links_to_the_api_docs(client):
+    deposit_add(user_id="alice", data={"content": "Alice prefers oat milk"}, channel="agent-a")
+    client.force_login(make_login("reviewer"))
+    text = client.get("/").content.decode()
     assert "1 deposit for 1 memory owner" in text
     assert 'href="/api/v1/docs"' in text

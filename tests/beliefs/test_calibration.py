@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from beliefs.models import BeliefRevision, CalibrationOutcome
-from beliefs.services import belief_confirm, channel_bind, rebuild_run
+from beliefs.services import belief_confirm, channel_bind
+from diagnostics.jobs import job_execute
 from tests.beliefs.helpers import KEY, NEW, OLD, observe, verdict
 from tests.conftest import make_client
 
@@ -86,7 +87,7 @@ def test_a_withdrawn_deposit_is_not_the_word_a_value_rests_on(api, owner):
 
 def test_the_tier_is_the_channels_tier_the_verdict_was_read_with(api, web):
     observe(web, OLD, content_confidence=0.9)
-    rebuild_run(job_id=channel_bind(name="web-reader", tier_name="user_direct")[1].pk)
+    job_execute(channel_bind(name="web-reader", tier_name="user_direct")[1].pk)
     assert verdict(api)["fact"] == OLD
     _, outcome = belief_confirm(user_id="alice", key=KEY, value=OLD)
     assert outcome.tier == "user_direct"

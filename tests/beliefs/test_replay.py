@@ -13,7 +13,8 @@ from django.core.management.base import CommandError
 from django.db import connections
 from django.utils import timezone
 
-from beliefs.models import Belief, RebuildJob
+from atlaso_site.lib.jobs.models import JobRun
+from beliefs.models import Belief
 from beliefs.services import beliefs_verify
 from tests.beliefs.helpers import KEY, NEW, OLD, observe, verdict
 
@@ -62,7 +63,8 @@ def test_claims_arriving_out_of_order_give_the_same_stored_verdict_as_in_order(a
     assert [r["verdict"] for r in logs["shuffled"]] == [r["verdict"] for r in logs["in-order"]]
     out = StringIO()
     call_command("verify_beliefs", stdout=out)
-    assert "Every stored belief equals the replay of its log." in out.getvalue()
+    assert "verify_beliefs succeeded" in out.getvalue()
+    assert "checked 2, mismatched 0" in out.getvalue()
     assert "DIFFERS" not in out.getvalue()
 
 
@@ -72,7 +74,7 @@ def test_a_late_claim_replays_the_log_from_its_place(api, owner):
     # Claimed before the owner's word, it is folded before it: the owner's value stands.
     assert late["verdict"]["fact"] == NEW
     assert late["verdict"]["superseded"] == [OLD]
-    assert beliefs_verify() == []
+    assert beliefs_verify()["mismatches"] == []
 
 
 def corrupt(user: str, key: str = KEY) -> None:
@@ -100,9 +102,10 @@ def test_verify_exits_non_zero_naming_a_corrupted_belief_and_rebuild_fixes_it(ap
 
     out = StringIO()
     call_command("rebuild_beliefs", stdout=out)
-    assert "1 changed" in out.getvalue()
-    job = RebuildJob.objects.get()
-    assert (job.status, job.total, job.done, job.changed) == (RebuildJob.DONE, 2, 2, 1)
+    assert "beliefs 2, rebuilt 2, changed 1" in out.getvalue()
+    job = JobRun.objects.get(name="rebuild_beliefs")
+    assert (job.trigger, job.status, job.total, job.done) == ("command", "succeeded", 2, 2)
+    assert job.counts == {"beliefs": 2, "rebuilt": 2, "changed": 1}
     assert verdict(api) == before
     assert Belief.objects.get(user_id="alice", key=KEY).fact == before["fact"]
     call_command("verify_beliefs", stdout=StringIO())
@@ -114,6 +117,6 @@ def test_rebuild_beliefs_can_be_limited_to_a_channel(api, owner):
     corrupt("alice")
     corrupt("bob", "diet:milk")
     call_command("rebuild_beliefs", "--channel", "agent-a", stdout=StringIO())
-    assert beliefs_verify() == [("bob", "diet:milk")]
+    assert beliefs_verify()["mismatches"] == [["bob", "diet:milk"]]
     with pytest.raises(CommandError, match="1 belief"):
         call_command("verify_beliefs", stdout=StringIO())

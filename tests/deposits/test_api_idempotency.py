@@ -93,8 +93,8 @@ def test_it_writes_the_same_payload_again_after_24_hours_and_replays_the_new_one
 
 def test_the_cleanup_job_deletes_only_expired_entries(api):
     api.post("/users/alice/deposits", NOTE)
-    assert idempotency_expire(now=timezone.now() + timedelta(hours=23)) == 0
-    assert idempotency_expire(now=timezone.now() + timedelta(hours=24, seconds=1)) == 1
+    assert idempotency_expire(now=timezone.now() + timedelta(hours=23)) == {"deleted": 0}
+    assert idempotency_expire(now=timezone.now() + timedelta(hours=24, seconds=1)) == {"deleted": 1}
     assert not IdempotencyEntry.objects.exists()
     assert Deposit.objects.count() == 1
 

@@ -9,6 +9,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
@@ -23,12 +25,14 @@ from beliefs.services import api_key_create
 from deposits.bulksql import insert_rows
 from deposits.domain.idempotency import idempotency_key
 from deposits.domain.recall import query_words
-from deposits.models import Deposit
+from deposits.models import Deposit, ScopeBag
 from deposits.recall import recall
 from deposits.search import search_backend
 from deposits.search.base import half_life_case
 from deposits.services import deposit_add_many
+from diagnostics.models import Snapshot
 from diagnostics.selectors import health
+from diagnostics.services import diagnostics_recompute
 
 INGEST_PREFIX = "benchingest-"
 RAW_COLUMNS = (
@@ -44,6 +48,11 @@ QUERIES = [
     "pulsar", "why does the threshold over-flag fraud in prod?", "marathon yoga piano",
     "memory error rate spike outage incident", "axolotl",
 ]  # fmt: skip
+
+
+SECTIONS = ("recall", "ingest", "add", "health", "diagnostics")
+# 90 days of snapshots every 15 minutes: what the trend reads for one owner at the widest window.
+TREND_POINTS = 90 * 24 * 4
 
 
 def percentile(samples: list[float], share: float) -> float:
@@ -65,6 +74,13 @@ class Command(BaseCommand):
         parser.add_argument("--ingest", type=int, default=10_000, help="deposits for the ingest measurement")
         parser.add_argument("--adds", type=int, default=200, help="single adds through the HTTP stack")
         parser.add_argument("--json", default=str(settings.VAR_DIR / "bench-results.json"))
+        parser.add_argument(
+            "--only",
+            nargs="+",
+            choices=SECTIONS,
+            default=list(SECTIONS),
+            help="measure only these sections (default: all)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = (
@@ -84,10 +100,17 @@ class Command(BaseCommand):
             f"Store: {store_size:,} deposits; largest owner {owner} holds {owner_size:,}. Database: {connection.vendor}."
         )
         rows: list[dict[str, Any]] = []
-        rows += self._recall(owner, options["repeat"])
-        rows += self._ingest(options["ingest"])
-        rows += self._single_add(options["adds"])
-        rows += self._health(owner)
+        wanted = set(options["only"])
+        if "recall" in wanted:
+            rows += self._recall(owner, options["repeat"])
+        if "ingest" in wanted:
+            rows += self._ingest(options["ingest"])
+        if "add" in wanted:
+            rows += self._single_add(options["adds"])
+        if "health" in wanted:
+            rows += self._health(owner)
+        if "diagnostics" in wanted:
+            rows += self._diagnostics(owner)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows.append(
             {
@@ -228,6 +251,7 @@ class Command(BaseCommand):
             cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
 
     def _single_add(self, count: int) -> list[dict[str, Any]]:
@@ -271,6 +295,77 @@ class Command(BaseCommand):
                 "ok": p50 <= 200,
             }
         ]
+
+    def _diagnostics(self, owner: str) -> list[dict[str, Any]]:
+        """The snapshot job over every owner, then the trend reads over 90 days of snapshots."""
+        Snapshot.objects.all().delete()
+        owners = ScopeBag.objects.values("user_id").distinct().count()
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            counts = diagnostics_recompute(all_owners=True)
+            elapsed = time.perf_counter() - started
+        per_owner = len(queries.captured_queries) / max(1, counts["owners"])
+        self._seed_trend(owner)
+        _, secret = api_key_create(
+            name="bench admin", channel_name="bench-ops", permissions=["read", "admin"]
+        )
+        client = Client(SERVER_NAME="localhost")
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+
+        def get(path: str) -> float:
+            started = time.perf_counter()
+            response = client.get(path, **auth)
+            if response.status_code != 200:
+                raise CommandError(f"{path} answered {response.status_code}: {response.content[:200]!r}")
+            return (time.perf_counter() - started) * 1000
+
+        deployment_path, history_path = (
+            "/api/v1/diagnostics?days=90",
+            f"/api/v1/users/{owner}/health/history?days=90",
+        )
+        get(deployment_path), get(history_path)
+        deployment = [get(deployment_path) for _ in range(20)]
+        history = [get(history_path) for _ in range(20)]
+        Snapshot.objects.all().delete()
+        return [
+            {
+                "what": f"recompute_diagnostics, all {counts['owners']:,} of {owners:,} owners",
+                "value": f"{elapsed:.1f} s",
+                "target": "≤ 60 s",
+                "floor": f"{len(queries.captured_queries)} queries, {per_owner:.3f} per owner",
+                "ok": elapsed <= 60,
+            },
+            {
+                "what": f"GET /diagnostics?days=90 ({TREND_POINTS:,} points + current)",
+                "value": f"p50 {statistics.median(deployment):.1f} ms",
+                "target": "p50 ≤ 50 ms",
+                "floor": "",
+                "ok": statistics.median(deployment) <= 50,
+            },
+            {
+                "what": f"GET /users/largest/health/history?days=90 ({TREND_POINTS:,} points)",
+                "value": f"p50 {statistics.median(history):.1f} ms",
+                "target": "p50 ≤ 50 ms",
+                "floor": "",
+                "ok": statistics.median(history) <= 50,
+            },
+        ]
+
+    def _seed_trend(self, owner: str) -> None:
+        """90 days of 15-minute snapshots of the largest owner and of the deployment."""
+        now = timezone.now()
+        latest = {s.user_id: s for s in Snapshot.objects.filter(is_latest=True, user_id__in=[owner])}
+        latest[None] = Snapshot.objects.get(is_latest=True, user_id__isnull=True)
+        rows = []
+        for last in latest.values():
+            for step in range(1, TREND_POINTS):
+                point = Snapshot(
+                    **{f.attname: getattr(last, f.attname) for f in Snapshot._meta.concrete_fields}
+                )
+                point.pk, point.is_latest = None, False
+                point.taken_at = now - timedelta(minutes=15 * step)
+                rows.append(point)
+        Snapshot.objects.bulk_create(rows, batch_size=5000)
 
     def _print(self, rows: list[dict[str, Any]]) -> None:
         widths = [max(len(str(r[k])) for r in rows) for k in ("what", "value", "target", "floor")]

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from atlaso_site.bench.seed import OWNER_PREFIX, copy_text, generate
 from deposits.bagcounts import bag_terms_refresh
+from deposits.episodes import episodes_open_existing
 from deposits.models import Deposit
 
 DEPOSIT_COLUMNS = (
@@ -100,6 +101,9 @@ class Command(BaseCommand):
                 terms_started = time.perf_counter()
                 bag_terms_refresh(user_prefix=OWNER_PREFIX)
                 self.stdout.write(f"  bag lexemes built in {time.perf_counter() - terms_started:.1f}s")
+        # The store is loaded beside the services, so its present conflicts get their episodes here.
+        opened = episodes_open_existing(connection, user_prefix=OWNER_PREFIX)
+        self.stdout.write(f"  {opened:,} conflict episodes opened")
         if postgres:
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -157,11 +161,12 @@ class Command(BaseCommand):
                 # deleting a million rows checks every foreign key one by one.
                 cursor.execute(
                     "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_deposit, "
-                    "deposits_scopebag, deposits_recalllog"
+                    "deposits_conflictepisode, deposits_scopebag, deposits_recalllog"
                 )
                 return
             cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_recalllog WHERE user_id LIKE %s", [like])

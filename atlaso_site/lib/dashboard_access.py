@@ -1,0 +1,172 @@
+"""Who may use the dashboard: the reviewer and operator roles, checked by every view and fragment.
+
+A role is membership of the Django group of that name (created by a data migration in
+`beliefs`); a superuser counts as an operator, and an operator may do all a reviewer does.
+Anonymous requests go to the login page with `?next=`; a login without the role needed gets
+403, rendered by `templates/403.html` in the frame with the message raised here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django_htmx.http import HttpResponseClientRedirect
+
+REVIEWER = "reviewer"
+OPERATOR = "operator"
+ROLES = (REVIEWER, OPERATOR)
+
+# The frame's navigation: (label, path, role needed). The paths are fixed: outside browser
+# tests are written against them.
+NAVIGATION = (
+    ("Overview", "/", REVIEWER),
+    ("Owners", "/owners/", REVIEWER),
+    ("Conflicts", "/conflicts/", REVIEWER),
+    ("Health", "/health/", REVIEWER),
+    ("Jobs", "/jobs/", REVIEWER),
+    ("Provenance", "/provenance/", OPERATOR),
+)
+
+_ROLE_CACHE = "_atlaso_roles"
+
+type User = AbstractBaseUser | AnonymousUser
+type View = Callable[..., HttpResponse]
+
+
+def roles_of(user: User) -> frozenset[str]:
+    """The dashboard roles `user` holds, read once per request and kept on the user object."""
+    if not user.is_authenticated or not user.is_active:
+        return frozenset()
+    cached = getattr(user, _ROLE_CACHE, None)
+    if cached is None:
+        if user.is_superuser:
+            cached = frozenset(ROLES)
+        else:
+            names = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+            # An operator may do everything a reviewer may.
+            cached = frozenset(names | {REVIEWER}) if OPERATOR in names else frozenset(names)
+        setattr(user, _ROLE_CACHE, cached)
+    return cached
+
+
+def is_reviewer(user: User) -> bool:
+    """May read memory, resolve conflicts, retract deposits and confirm beliefs."""
+    return REVIEWER in roles_of(user)
+
+
+def is_operator(user: User) -> bool:
+    """May also configure tiers, channels and API keys and erase deposits."""
+    return OPERATOR in roles_of(user)
+
+
+def denial_message(user: User, role: str) -> str:
+    """What the 403 page says: the role needed and the role this login has."""
+    held = roles_of(user)
+    needed = "the operator role" if role == OPERATOR else "the reviewer or operator role"
+    has = "is a reviewer" if held else "has no dashboard role"
+    return (
+        f"This needs {needed}. You are logged in as “{user.get_username()}”, who {has}. "
+        f"An operator can grant a role with: manage.py create_login {user.get_username()} --role {role}"
+    )
+
+
+def require_role(request: HttpRequest, role: str) -> None:
+    """Raise PermissionDenied (403) unless the logged-in user holds `role`.
+
+    For a view that is open to reviewers but has an operator-only action in it (Erase).
+    The view's decorator has already sent anonymous requests to the login page.
+    """
+    if role not in roles_of(request.user):
+        raise PermissionDenied(denial_message(request.user, role))
+
+
+def _login_redirect(request: HttpRequest) -> HttpResponse:
+    # An htmx request swaps its answer into part of a page: send the whole window to the
+    # login page instead, and come back to the page the user was on, not to the fragment.
+    htmx = getattr(request, "htmx", None)
+    if htmx:
+        back = htmx.current_url_abs_path or request.get_full_path()
+        login = redirect_to_login(back)
+        return HttpResponseClientRedirect(login.url)
+    return redirect_to_login(request.get_full_path())
+
+
+def role_required(role: str) -> Callable[[View], View]:
+    """A view decorator: anonymous → login with `?next=`; logged in without `role` → 403."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; use one of {ROLES}")
+
+    def decorator(view: View) -> View:
+        @wraps(view)
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                return _login_redirect(request)
+            require_role(request, role)
+            return view(request, *args, **kwargs)
+
+        return checked
+
+    return decorator
+
+
+reviewer_required = role_required(REVIEWER)
+operator_required = role_required(OPERATOR)
+
+
+def dashboard(request: HttpRequest) -> dict[str, Any]:
+    """Context processor: `is_reviewer`, `is_operator` and the frame's `navigation`.
+
+    Each is a callable, so a template that never uses them (the admin, an error page) costs
+    no query; a template that does reads the user's groups once.
+    """
+    user = request.user
+
+    def navigation() -> list[dict[str, Any]]:
+        held = roles_of(user)
+        items = []
+        for label, path, role in NAVIGATION:
+            if role in held:
+                current = request.path == path if path == "/" else request.path.startswith(path)
+                items.append({"label": label, "path": path, "current": current})
+        return items
+
+    return {
+        "is_reviewer": lambda: is_reviewer(user),
+        "is_operator": lambda: is_operator(user),
+        "navigation": navigation,
+    }
+
+
+@transaction.atomic
+def login_save(*, username: str, role: str, password: str) -> tuple[AbstractBaseUser, bool]:
+    """Create the login `username` with `role`, or give an existing one this password and role.
+
+    The password goes through AUTH_PASSWORD_VALIDATORS; a ValidationError says what is wrong.
+    Returns the user and whether it was created.
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; use one of {ROLES}")
+    users = get_user_model()
+    users._meta.get_field(users.USERNAME_FIELD).clean(username, None)
+    user = users.objects.filter(username=username).first()
+    created = user is None
+    if user is None:
+        user = users(username=username)
+    validate_password(password, user)
+    user.set_password(password)
+    user.save()
+    groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLES}
+    user.groups.remove(*(group for name, group in groups.items() if name != role))
+    user.groups.add(groups[role])
+    if hasattr(user, _ROLE_CACHE):
+        delattr(user, _ROLE_CACHE)
+    return user, created

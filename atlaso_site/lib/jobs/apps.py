@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class JobsConfig(AppConfig):
+    name = "atlaso_site.lib.jobs"
+    label = "jobs"
+    verbose_name = "Job runs"
+    default_auto_field = "django.db.models.BigAutoField"

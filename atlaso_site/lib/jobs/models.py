@@ -1,0 +1,125 @@
+"""The record of every job run, and the rule that reports a run which stopped moving."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.db import models
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+# A run that has not moved for this long is reported `lost` (running) or `stalled` (queued).
+STALE_AFTER = timedelta(minutes=10)
+
+
+class Trigger(models.TextChoices):
+    BEAT = "beat"
+    COMMAND = "command"
+    TIER_CHANGE = "tier_change"
+    CHANNEL_CHANGE = "channel_change"
+    DASHBOARD = "dashboard"
+    API = "api", "API"
+
+
+class Status(models.TextChoices):
+    """What a run's row records; its reported status adds LOST and STALLED."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+LOST = "lost"
+STALLED = "stalled"
+REPORTED_STATUSES = (*Status.values, LOST, STALLED)
+
+
+def reported_status(
+    *,
+    status: str,
+    queued_at: datetime,
+    heartbeat_at: datetime | None,
+    started_at: datetime | None,
+    now: datetime,
+) -> str:
+    """The status a run is reported with: a running run with no sign of life for STALE_AFTER
+    is `lost` (its worker died), a queued run no worker took in that time is `stalled`.
+
+    `JobRunQuerySet.reported` is the same rule as a filter; a test holds the two together.
+    """
+    cutoff = now - STALE_AFTER
+    if status == Status.RUNNING and (heartbeat_at or started_at or queued_at) < cutoff:
+        return LOST
+    if status == Status.QUEUED and queued_at < cutoff:
+        return STALLED
+    return status
+
+
+class JobRunQuerySet(models.QuerySet):
+    def reported(self, status: str, *, now: datetime) -> JobRunQuerySet:
+        """Runs whose reported status is `status` (see `reported_status`)."""
+        cutoff = now - STALE_AFTER
+        running = self.filter(status=Status.RUNNING).alias(
+            last_sign=Coalesce("heartbeat_at", "started_at", "queued_at")
+        )
+        if status == LOST:
+            return running.filter(last_sign__lt=cutoff)
+        if status == Status.RUNNING:
+            return running.filter(last_sign__gte=cutoff)
+        if status == STALLED:
+            return self.filter(status=Status.QUEUED, queued_at__lt=cutoff)
+        if status == Status.QUEUED:
+            return self.filter(status=Status.QUEUED, queued_at__gte=cutoff)
+        return self.filter(status=status)
+
+
+class JobRun(models.Model):
+    """One run of one job, whoever started it: its progress, outcome and counts.
+
+    Only `atlaso_site.lib.jobs.services` writes it.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=64)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # What the job was asked to do, e.g. {"channels": [...]} for a rebuild.
+    params = models.JSONField(default=dict, blank=True)
+    queued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The last progress write: what `lost` is judged by.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    done = models.IntegerField(default=0)
+    total = models.IntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(null=True, blank=True)
+
+    objects = JobRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-queued_at"]
+        indexes = [
+            models.Index(fields=["-queued_at"], name="jobrun_queued"),
+            models.Index(fields=["name", "-queued_at"], name="jobrun_name_queued"),
+            models.Index(fields=["status", "-queued_at"], name="jobrun_status_queued"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.status} ({self.trigger}, {self.pk})"
+
+    def reported_status_at(self, now: datetime) -> str:
+        return reported_status(
+            status=self.status,
+            queued_at=self.queued_at,
+            heartbeat_at=self.heartbeat_at,
+            started_at=self.started_at,
+            now=now,
+        )
+
+    @property
+    def reported_status(self) -> str:
+        return self.reported_status_at(timezone.now())

@@ -1,0 +1,76 @@
+"""The dashboard's template tags, `{% load atlaso %}` (registered in TEMPLATES' libraries).
+
+`{% ago moment %}` a relative time with the exact one on hover, `{{ share|percent }}`,
+`{{ span|duration }}`, and `{% polarity_bar counts %}` the stacked bar of a bag's polarity counts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from atlaso_site.lib.timefmt import age, isoformat
+
+register = template.Library()
+
+POLARITIES = ("positive", "negative", "cautionary", "open")
+
+
+@register.simple_tag
+def ago(moment: datetime | None, now: datetime | None = None) -> str:
+    """`<time datetime=… title=…>3 h ago</time>`; a dash for no time."""
+    if moment is None:
+        return mark_safe('<span class="muted">—</span>')
+    words = age(moment, now or timezone.now())
+    text = words if words == "just now" else f"{words} ago"
+    exact = isoformat(moment)
+    return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, text)
+
+
+@register.filter
+def percent(share: float | None, digits: int = 0) -> str:
+    """0.734 → "73%" (`|percent:1` → "73.4%"); nothing → "—"."""
+    if share is None or share == "":
+        return "—"
+    return f"{float(share) * 100:.{int(digits)}f}%"
+
+
+@register.filter
+def duration(span: timedelta | None) -> str:
+    """A timedelta in words: "15 minutes", "90 minutes", "1 hour", "2 days"."""
+    if span is None:
+        return "—"
+    seconds = int(span.total_seconds())
+    unit, size = next(
+        ((unit, size) for unit, size in (("day", 86400), ("hour", 3600)) if seconds % size == 0 and seconds),
+        ("minute", 60) if seconds >= 60 else ("second", 1),
+    )
+    whole = seconds // size
+    return f"{whole} {unit}{'' if whole == 1 else 's'}"
+
+
+def _count(counts: Any, polarity: str) -> int:
+    value = counts.get(polarity, 0) if isinstance(counts, dict) else getattr(counts, polarity, 0)
+    return int(value or 0)
+
+
+@register.inclusion_tag("atlaso/polarity_bar.html")
+def polarity_bar(counts: Any) -> dict[str, Any]:
+    """A stacked bar of positive / negative / cautionary / open counts, labelled in words.
+
+    `counts` is any object with those four attributes (or a dict with those keys).
+    """
+    numbers = {polarity: _count(counts, polarity) for polarity in POLARITIES}
+    total = sum(numbers.values())
+    segments = [
+        {"polarity": polarity, "count": count, "width": f"{count * 100 / total:.4g}"}
+        for polarity, count in numbers.items()
+        if count
+    ]
+    label = ", ".join(f"{segment['count']} {segment['polarity']}" for segment in segments)
+    return {"segments": segments, "label": label or "no deposits", "total": total}

@@ -1,0 +1,39 @@
+"""Job runs in API v1: list and read them, start one. Admin keys confined to no prefix only."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+
+from atlaso_site.lib.jobs import selectors
+from atlaso_site.lib.jobs.models import Trigger
+from atlaso_site.lib.wire import with_errors
+from beliefs.access import require_global_admin
+from diagnostics import jobs
+from diagnostics.schemas import JobRunOut, JobRunPageOut, JobRunQuery
+
+router = Router(tags=["jobs"])
+
+
+@router.get("/jobs", response=with_errors(**{"200": JobRunPageOut}))
+def list_job_runs(request: HttpRequest, query: Query[JobRunQuery]):
+    """Runs of every job, newest queued first; `status=lost` or `stalled` finds runs that stopped moving."""
+    require_global_admin(request)
+    page = selectors.job_run_page(
+        name=query.name, status=query.status, limit=query.limit, offset=query.offset
+    )
+    return Status(200, page)
+
+
+@router.get("/jobs/{id}", response=with_errors(404, **{"200": JobRunOut}))
+def get_job_run(request: HttpRequest, id: str):
+    """One run: its status as reported, progress (done of total), counts and error."""
+    require_global_admin(request)
+    return Status(200, selectors.job_run_get(run_id=id))
+
+
+@router.post("/jobs/{name}/runs", response=with_errors(404, **{"202": JobRunOut}))
+def start_job_run(request: HttpRequest, name: str):
+    """Queue a run of the job (trigger `api`); a worker takes it. Follow it at /jobs/{id}."""
+    require_global_admin(request)
+    return Status(202, jobs.job_start(name=name, trigger=Trigger.API))

@@ -1,0 +1,85 @@
+"""The runner: every job by name, and the one way a recorded run is run.
+
+A job is a service that takes its run's params and a progress callback and returns its
+counts. The apps below record runs through the kernel (`atlaso_site.lib.jobs`); this module,
+in the top app, is the only one that knows every job, so it runs them all: the Celery tasks
+(`diagnostics.tasks`), the management commands and the jobs API call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+from uuid import UUID
+
+from atlaso_site.lib.errors import not_found
+from atlaso_site.lib.jobs import Progress
+from atlaso_site.lib.jobs.models import JobRun, Status
+from atlaso_site.lib.jobs.services import job_claim, job_enqueue, job_record
+from beliefs.services import REBUILD_BELIEFS, beliefs_rebuild, beliefs_verify
+from deposits.services import idempotency_expire
+from diagnostics.services import diagnostics_recompute
+
+RECOMPUTE_DIAGNOSTICS = "recompute_diagnostics"
+EXPIRE_IDEMPOTENCY_KEYS = "expire_idempotency_keys"
+VERIFY_BELIEFS = "verify_beliefs"
+
+Job = Callable[[Mapping[str, Any], Progress], Mapping[str, Any]]
+
+JOBS: dict[str, Job] = {
+    RECOMPUTE_DIAGNOSTICS: lambda params, progress: diagnostics_recompute(
+        all_owners=bool(params.get("all_owners")), progress=progress
+    ),
+    EXPIRE_IDEMPOTENCY_KEYS: lambda params, progress: idempotency_expire(progress=progress),
+    REBUILD_BELIEFS: lambda params, progress: beliefs_rebuild(
+        channels=params.get("channels"), progress=progress
+    ),
+    VERIFY_BELIEFS: lambda params, progress: beliefs_verify(progress=progress),
+}
+
+
+def _known(name: str) -> str:
+    if name not in JOBS:
+        raise not_found(f"there is no job {name!r}; the jobs are: {', '.join(sorted(JOBS))}")
+    return name
+
+
+def job_start(*, name: str, trigger: str, params: Mapping[str, Any] | None = None) -> JobRun:
+    """Record a queued run of a job by name and send it to a worker (the API, the dashboard)."""
+    return job_enqueue(name=_known(name), trigger=trigger, params=params)
+
+
+def job_execute(run_id: str | UUID) -> JobRun | None:
+    """Run a recorded run in this process; None when it was taken already (a second delivery)."""
+    recorder = job_claim(run_id)
+    if recorder is None:
+        return None
+    run = recorder.run
+    job = JOBS.get(run.name)
+    if job is None:
+        return recorder.fail(f"there is no job {run.name!r} in this version of Atlaso")
+    return recorder.run_with(lambda progress: job(run.params, progress))
+
+
+def job_run_now(*, name: str, trigger: str, params: Mapping[str, Any] | None = None) -> JobRun:
+    """Record a run and run it here, in the foreground (a command, a beat tick)."""
+    run = job_record(name=_known(name), trigger=trigger, params=params)
+    finished = job_execute(run.pk)
+    assert finished is not None  # recorded just now and sent nowhere: nobody else can take it
+    return finished
+
+
+def summary(run: JobRun) -> str:
+    """One line: the job, how it ended, its counts, its run id."""
+    counts = dict(run.counts or {})
+    if run.status == Status.SKIPPED:
+        told = f": {counts.get('reason', '')}"
+    elif run.status == Status.FAILED:
+        told = f": {run.error}"
+    else:
+        shown = {k: len(v) if isinstance(v, list) else v for k, v in counts.items() if k != "mismatches"}
+        told = ": " + ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else ""
+    took = ""
+    if run.started_at and run.finished_at:
+        took = f" in {(run.finished_at - run.started_at).total_seconds():.1f} s"
+    return f"{run.name} {run.status}{took}{told} (run {run.pk})"
