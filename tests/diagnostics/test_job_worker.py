@@ -47,6 +47,25 @@ def test_a_run_started_through_the_api_is_taken_by_the_worker_and_succeeds(setti
     assert run["queued_at"] <= run["started_at"] <= run["finished_at"]
 
 
+def test_recompute_diagnostics_started_through_the_api_snapshots_every_owner_on_the_worker(settings):
+    with celery_worker(settings) as worker:
+        admin = make_client(channel="ops", perms=("read", "admin"))
+        writer = make_client()
+        for owner in ("alice", "bob"):
+            body = {"content": "alpha holds", "polarity": "open", "scope": {"model": "m", "env": "prod"}}
+            assert writer.post(f"/users/{owner}/deposits", body).status == 201
+        started = admin.post("/jobs/recompute_diagnostics/runs")
+        assert started.status == 202, started.body
+        assert (started.body["status"], started.body["trigger"]) == ("queued", "api")
+        run = wait_until(lambda: admin.get(f"/jobs/{started.body['id']}").body, ended, worker=worker)
+    assert (run["status"], run["error"]) == ("succeeded", None)
+    assert run["counts"] == {"owners": 2, "snapshots": 3, "thinned": 0}
+    assert (run["done"], run["total"]) == (2, 2)
+    history = admin.get("/users/alice/health/history").body
+    assert len(history["points"]) == 1
+    assert history["points"][0]["deposit_count"] == 1
+
+
 def test_a_worker_killed_mid_run_leaves_the_run_lost_and_the_next_run_proceeds(settings):
     # Enough beliefs that verifying them takes well over the second before progress shows.
     now = timezone.now()
