@@ -16,5 +16,5 @@ def test_an_unknown_path_answers_a_404_in_the_frame(client, settings):
     assert response.status_code == 404
     body = response.content.decode()
     assert "<h1>Not found</h1>" in body
-    assert "/no-such-page/&lt;b&gt;" in body
+    assert "/no-such-page/%3Cb%3E" in body  # the path as requested, quoted: never markup
     assert "Conflict queue" in body
