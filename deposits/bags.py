@@ -160,14 +160,9 @@ class QueueItem:
         return [d for d in self.deposits if d.polarity == polarity]
 
 
-def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) -> Page[QueueItem]:
-    """Every open conflict across owners, oldest conflict first, in four queries whatever the page."""
-    episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
-    if owner_prefix:
-        episodes = episodes.filter(user_id__startswith=owner_prefix)
-    total = episodes.count()
-    page = list(episodes.select_related("bag").order_by("started_at", "id")[offset : offset + limit])
-    ids = [episode.bag_id for episode in page]
+def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
+    """The queue's view of each episode's bag: one query for every preview, whatever the count."""
+    ids = [episode.bag_id for episode in episodes]
     rows = list(
         Deposit.objects.filter(bag_id__in=ids)
         .live()
@@ -187,7 +182,7 @@ def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) 
     for row in rows:
         by_bag[row.bag_id].append(records[row.pk])
     items = []
-    for episode in page:
+    for episode in episodes:
         bag = Bag.of(episode.bag)
         shown = tuple(by_bag[episode.bag_id])
         items.append(
@@ -198,4 +193,30 @@ def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) 
                 more=bag.stats.directional_count - len(shown),
             )
         )
-    return Page(items=items, total=total, limit=limit, offset=offset)
+    return items
+
+
+def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) -> Page[QueueItem]:
+    """Every open conflict across owners, oldest conflict first, in four queries whatever the page."""
+    episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
+    if owner_prefix:
+        episodes = episodes.filter(user_id__startswith=owner_prefix)
+    total = episodes.count()
+    page = list(episodes.select_related("bag").order_by("started_at", "id")[offset : offset + limit])
+    return Page(items=_queue_items(page), total=total, limit=limit, offset=offset)
+
+
+def queue_item(*, user_id: str, bag_id: str) -> QueueItem:
+    """One bag as the queue shows it, from its latest conflict, open or ended.
+
+    For showing a resolution that failed in place: the bag may have left the queue meanwhile.
+    """
+    episode = (
+        ConflictEpisode.objects.filter(user_id=user_id, bag_id=bag_id)
+        .select_related("bag")
+        .order_by("-started_at", "-id")
+        .first()
+    )
+    if episode is None:
+        raise not_found(f"bag {bag_id!r} of user {user_id!r} was never in conflict")
+    return _queue_items([episode])[0]

@@ -5,15 +5,18 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q
 
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page
+from beliefs.models import Channel
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import validate_user_id
-from deposits.models import Contradiction, Deposit
+from deposits.models import Contradiction, Deposit, ScopeBag
 
 
 def as_uuid(raw: str) -> uuid.UUID | None:
@@ -124,3 +127,69 @@ def deposit_page(
     total = rows.count()
     page = list(rows.order_by("-created_at", "-id")[offset : offset + limit])
     return Page(items=deposit_records(page, with_state=True), total=total, limit=limit, offset=offset)
+
+
+def owner_exists(user_id: str) -> bool:
+    """Whether anything was ever deposited for `user_id` (bags outlive erased deposits)."""
+    return ScopeBag.objects.filter(user_id=user_id).exists()
+
+
+def channel_tiers(names: Iterable[str | None]) -> dict[str, str]:
+    """The tier each named channel is bound to, in one query; an unknown channel is left out."""
+    wanted = {name for name in names if name}
+    if not wanted:
+        return {}
+    return dict(Channel.objects.filter(name__in=wanted).values_list("name", "tier__name"))
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeEnd:
+    """One end of a contradicts edge, enough to name and link it."""
+
+    id: str
+    content: str
+    polarity: str
+    evidence_grade: str
+    retracted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A contradicts edge with its reason: `new` supersedes `old`."""
+
+    new: EdgeEnd
+    old: EdgeEnd
+    reason: str
+    created_at: datetime
+
+
+def _end(row: Deposit) -> EdgeEnd:
+    return EdgeEnd(
+        id=str(row.pk),
+        content=row.content,
+        polarity=row.polarity,
+        evidence_grade=row.evidence_grade,
+        retracted=row.retracted_at is not None,
+    )
+
+
+def edges_touching(*, user_id: str, deposit_ids: Iterable[str]) -> list[Edge]:
+    """Every contradicts edge into or out of these deposits, with its reason and both ends, oldest first.
+
+    One query whatever the count: what the bag and deposit pages show beside the ids.
+    """
+    ids = [key for raw in deposit_ids if (key := as_uuid(raw)) is not None]
+    if not ids:
+        return []
+    rows = (
+        Contradiction.objects.filter(user_id=user_id)
+        .filter(Q(new_deposit_id__in=ids) | Q(old_deposit_id__in=ids))
+        .select_related("new_deposit", "old_deposit")
+        .order_by("created_at", "id")
+    )
+    return [
+        Edge(
+            new=_end(row.new_deposit), old=_end(row.old_deposit), reason=row.reason, created_at=row.created_at
+        )
+        for row in rows
+    ]

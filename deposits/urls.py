@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from deposits import views
+
+app_name = "deposits"
+
+urlpatterns = [
+    path("conflicts/", views.conflicts, name="conflicts"),
+    path("conflicts/<str:user_id>/<str:bag_id>/resolve/", views.queue_resolve, name="queue-resolve"),
+    path("owners/<str:user_id>/bags/<str:bag_id>/", views.bag, name="bag"),
+    path("owners/<str:user_id>/bags/<str:bag_id>/resolve/", views.bag_resolve_view, name="bag-resolve"),
+    path("owners/<str:user_id>/deposits/<str:deposit_id>/", views.deposit, name="deposit"),
+    path(
+        "owners/<str:user_id>/deposits/<str:deposit_id>/retract/",
+        views.deposit_retract_view,
+        name="deposit-retract",
+    ),
+    path(
+        "owners/<str:user_id>/deposits/<str:deposit_id>/erase/",
+        views.deposit_erase_view,
+        name="deposit-erase",
+    ),
+    path("owners/<str:user_id>/recall/", views.recall_playground, name="recall"),
+]
