@@ -56,6 +56,8 @@ class ServiceForm(forms.ModelForm):
     """
 
     rebuild_job: JobRun | None = None
+    # Who is saving: the admin's username, set per request by ServiceAdmin.get_form.
+    actor: str = ""
 
     def _post_clean(self) -> None:
         super()._post_clean()
@@ -74,6 +76,11 @@ class ServiceForm(forms.ModelForm):
 
 class ServiceAdmin(admin.ModelAdmin):
     """An admin whose form has already written through a service by the time it saves."""
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, **kwargs)
+        # The services record who made each change: this request's admin.
+        return type(form.__name__, (form,), {"actor": request.user.get_username()})
 
     def save_model(self, request: HttpRequest, obj: Model, form: ServiceForm, change: bool) -> None:
         job = form.rebuild_job
@@ -104,6 +111,7 @@ class TierForm(ServiceForm):
             name=self.instance.name,
             ceiling=self.cleaned_data["ceiling"],
             description=self.cleaned_data["description"],
+            actor=self.actor,
         )
         return tier
 
@@ -141,6 +149,7 @@ class ChannelForm(ServiceForm):
             name=self.instance.name,
             tier_name=self.cleaned_data["tier"].name,
             description=self.cleaned_data["description"],
+            actor=self.actor,
         )
         return channel
 
@@ -219,6 +228,7 @@ class ApiKeyAddForm(ServiceForm):
             tier_name=data["tier"].name if data["tier"] else None,
             permissions=data["permissions"],
             user_prefix=data["user_prefix"],
+            actor=self.actor,
         )
         return key
 
@@ -286,7 +296,7 @@ class ApiKeyAdmin(ServiceAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         keys = list(queryset.filter(revoked_at__isnull=True))
         for key in keys:
-            api_key_revoke(key=key)
+            api_key_revoke(key=key, actor=request.user.get_username())
         self.message_user(request, f"Revoked {len(keys)} API key(s): they answer 401 from now on.")
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: ApiKeyAddForm, change: bool) -> None:

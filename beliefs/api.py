@@ -80,8 +80,10 @@ def list_tiers(request: HttpRequest):
 @router.put("/tiers/{name}", response=with_errors(404, **{"200": TierChangeOut}))
 def put_tier(request: HttpRequest, name: str, payload: TierIn):
     """Change a tier's ceiling (admin); beliefs its channels touched are rebuilt by a job."""
-    require(request, "admin")
-    tier, job = services.tier_update(name=name, ceiling=payload.ceiling, description=payload.description)
+    key = require(request, "admin")
+    tier, job = services.tier_update(
+        name=name, ceiling=payload.ceiling, description=payload.description, actor=f"api key {key.name}"
+    )
     tier.rebuild = job
     return Status(200, tier)
 
@@ -89,10 +91,13 @@ def put_tier(request: HttpRequest, name: str, payload: TierIn):
 @router.post("/channels", response=with_errors(**{"200": ChannelOut, "201": ChannelOut}))
 def post_channel(request: HttpRequest, payload: ChannelIn):
     """Create a channel on a tier, or rebind one (admin); a rebind rebuilds what it touched."""
-    require(request, "admin")
+    key = require(request, "admin")
     existed = Channel.objects.filter(name=payload.name).exists()
     channel, job = services.channel_bind(
-        name=payload.name, tier_name=payload.tier, description=payload.description
+        name=payload.name,
+        tier_name=payload.tier,
+        description=payload.description,
+        actor=f"api key {key.name}",
     )
     channel.rebuild = job
     return Status(200 if existed else 201, channel)

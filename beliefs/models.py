@@ -162,3 +162,38 @@ class CalibrationOutcome(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["user_id", "created_at"], name="outcome_user_created")]
+
+
+class ProvenanceChange(models.Model):
+    """One change to a tier, a channel or an API key: who made it, when, and what it did.
+
+    Written by the provenance services in the change's own transaction; append-only (the
+    database refuses an update). `rebuild_run_id` is the job run that replays the beliefs the
+    change touched, kept as a plain value so pruning old runs never rewrites this history.
+    """
+
+    class Action(models.TextChoices):
+        TIER_CHANGE = "tier_change", "tier changed"
+        CHANNEL_CREATE = "channel_create", "channel created"
+        CHANNEL_CHANGE = "channel_change", "channel changed"
+        API_KEY_CREATE = "api_key_create", "API key created"
+        API_KEY_REVOKE = "api_key_revoke", "API key revoked"
+
+    at = models.DateTimeField()
+    # A dashboard or admin username, "api key <name>", "command", or "system".
+    actor = models.CharField(max_length=200)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    # The tier's, channel's or key's name.
+    subject = models.CharField(max_length=200)
+    detail = models.CharField(max_length=500, blank=True)
+    rebuild_run_id = models.UUIDField(null=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["-at", "-id"], name="provenance_change_at"),
+            models.Index(fields=["action", "subject", "-at"], name="provenance_change_subject"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.subject} by {self.actor}"

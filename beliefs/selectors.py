@@ -1,18 +1,21 @@
-"""Reads of beliefs, revisions and tiers."""
+"""Reads of beliefs, revisions, tiers, and what the provenance page shows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db import connection
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from atlaso_site.lib.errors import not_found
+from atlaso_site.lib.jobs.models import JobRun
 from atlaso_site.lib.paging import Page
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict
-from beliefs.models import Belief, BeliefRevision, ProvenanceTier
+from beliefs.models import ApiKey, Belief, BeliefRevision, Channel, ProvenanceChange, ProvenanceTier
 from beliefs.services import replay_observations, rule_settings
 
 
@@ -83,3 +86,150 @@ def _verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: dat
 def tier_list() -> QuerySet[ProvenanceTier]:
     """Every tier, most trusted first, with its channels prefetched."""
     return ProvenanceTier.objects.prefetch_related("channels").order_by("-ceiling", "name")
+
+
+# --- Provenance: what the operators' page shows ------------------------------------------------
+
+# Per tier, the beliefs a new ceiling rebuilds: every key touched by a channel bound to the tier
+# or by a channel that relayed content under it as taint. The same rule as tier_update's channel
+# set, spelled once in SQL for every tier at once; a test holds the two together.
+_TIER_REBUILD_COUNTS = """
+SELECT touched.tier, COUNT(*) FROM (
+    SELECT DISTINCT tier_channel.tier, revision.user_id, revision.belief_key
+    FROM (
+        SELECT tier.name AS tier, channel.name AS channel
+        FROM beliefs_channel channel JOIN beliefs_provenancetier tier ON tier.id = channel.tier_id
+        UNION
+        SELECT taint_tier AS tier, channel FROM beliefs_beliefrevision WHERE taint_tier IS NOT NULL
+    ) tier_channel
+    JOIN beliefs_beliefrevision revision ON revision.channel = tier_channel.channel
+) touched
+GROUP BY touched.tier
+"""
+
+# Per channel, the beliefs it touched: what a rebind to another tier rebuilds.
+_CHANNEL_BELIEF_COUNTS = """
+SELECT touched.channel, COUNT(*) FROM (
+    SELECT DISTINCT channel, user_id, belief_key FROM beliefs_beliefrevision
+) touched
+GROUP BY touched.channel
+"""
+
+
+def _counts(sql: str) -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return {name: count for name, count in cursor.fetchall()}
+
+
+def tier_rebuild_counts() -> dict[str, int]:
+    """How many beliefs a new ceiling on each tier would rebuild, by tier name (one query)."""
+    return _counts(_TIER_REBUILD_COUNTS)
+
+
+def channel_belief_counts() -> dict[str, int]:
+    """How many beliefs each channel touched (what rebinding it rebuilds), by name (one query)."""
+    return _counts(_CHANNEL_BELIEF_COUNTS)
+
+
+@dataclass(frozen=True, slots=True)
+class TierRow:
+    tier: ProvenanceTier
+    channels: list[Channel]
+    # The beliefs a new ceiling would rebuild.
+    rebuild_count: int
+    # The rebuild the latest change to the tier started, if any.
+    rebuild: JobRun | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRow:
+    channel: Channel
+    key_count: int
+    live_key_count: int
+    # The beliefs the channel touched: what a rebind rebuilds.
+    belief_count: int
+    rebuild: JobRun | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceOverview:
+    tiers: list[TierRow]
+    channels: list[ChannelRow]
+    keys: Page[ApiKey]
+    # Newest first; each change carries `rebuild`, the run it started (or None).
+    changes: Page[ProvenanceChange]
+
+
+def _latest_rebuild(action: str) -> Subquery:
+    changes = ProvenanceChange.objects.filter(
+        action=action, subject=OuterRef("name"), rebuild_run_id__isnull=False
+    )
+    return Subquery(changes.order_by("-at", "-id").values("rebuild_run_id")[:1])
+
+
+def provenance_overview(
+    *, keys_limit: int = 50, keys_offset: int = 0, changes_limit: int = 20, changes_offset: int = 0
+) -> ProvenanceOverview:
+    """Tiers, channels, a page of API keys and a page of the change history, in nine queries."""
+    tiers = list(
+        ProvenanceTier.objects.annotate(last_rebuild_id=_latest_rebuild(ProvenanceChange.Action.TIER_CHANGE))
+        .order_by("-ceiling", "name")
+    )  # fmt: skip
+    channels = list(
+        Channel.objects.select_related("tier")
+        .annotate(
+            key_count=Count("api_keys"),
+            live_key_count=Count("api_keys", filter=Q(api_keys__revoked_at__isnull=True)),
+            last_rebuild_id=_latest_rebuild(ProvenanceChange.Action.CHANNEL_CHANGE),
+        )
+        .order_by("name")
+    )
+    keys = ApiKey.objects.select_related("channel__tier").order_by("-created_at", "-id")
+    key_page = Page(
+        items=list(keys[keys_offset : keys_offset + keys_limit]),
+        total=keys.count(),
+        limit=keys_limit,
+        offset=keys_offset,
+    )
+    changes = ProvenanceChange.objects.order_by("-at", "-id")
+    change_page = Page(
+        items=list(changes[changes_offset : changes_offset + changes_limit]),
+        total=changes.count(),
+        limit=changes_limit,
+        offset=changes_offset,
+    )
+    run_ids = {
+        *(row.last_rebuild_id for row in [*tiers, *channels]),
+        *(change.rebuild_run_id for change in change_page.items),
+    } - {None}
+    runs = JobRun.objects.in_bulk(run_ids) if run_ids else {}
+    for change in change_page.items:
+        change.rebuild = runs.get(change.rebuild_run_id)
+    by_tier: dict[int, list[Channel]] = {}
+    for channel in channels:
+        by_tier.setdefault(channel.tier_id, []).append(channel)
+    tier_counts, channel_counts = tier_rebuild_counts(), channel_belief_counts()
+    return ProvenanceOverview(
+        tiers=[
+            TierRow(
+                tier=tier,
+                channels=by_tier.get(tier.pk, []),
+                rebuild_count=tier_counts.get(tier.name, 0),
+                rebuild=runs.get(tier.last_rebuild_id),
+            )
+            for tier in tiers
+        ],
+        channels=[
+            ChannelRow(
+                channel=channel,
+                key_count=channel.key_count,
+                live_key_count=channel.live_key_count,
+                belief_count=channel_counts.get(channel.name, 0),
+                rebuild=runs.get(channel.last_rebuild_id),
+            )
+            for channel in channels
+        ],
+        keys=key_page,
+        changes=change_page,
+    )

@@ -35,6 +35,7 @@ from beliefs.models import (
     BeliefRevision,
     CalibrationOutcome,
     Channel,
+    ProvenanceChange,
     ProvenanceTier,
     WithdrawnDeposit,
 )
@@ -45,6 +46,8 @@ MAX_SOURCE_ID = 200
 REBUILD_BELIEFS = "rebuild_beliefs"
 # How many differing keys a verify run lists in its counts (it counts them all).
 MAX_LISTED_MISMATCHES = 1000
+# Who made a provenance change when the caller does not say (demo data, benchmarks, tests).
+SYSTEM_ACTOR = "system"
 
 
 class ProvenanceError(AtlasoError):
@@ -54,7 +57,7 @@ class ProvenanceError(AtlasoError):
         super().__init__(code, message, **details)
 
 
-def channel_get_or_create(*, name: str, tier_name: str | None = None) -> Channel:
+def channel_get_or_create(*, name: str, tier_name: str | None = None, actor: str = SYSTEM_ACTOR) -> Channel:
     """The channel called `name`; created on `tier_name` (default untrusted) when new.
 
     Naming a tier for an existing channel bound to another tier is an error: rebinding
@@ -72,8 +75,25 @@ def channel_get_or_create(*, name: str, tier_name: str | None = None) -> Channel
     if tier is None:
         known = ", ".join(ProvenanceTier.objects.values_list("name", flat=True))
         raise ProvenanceError(f"there is no tier {tier_name!r}; the tiers are: {known}")
-    channel, _ = Channel.objects.get_or_create(name=name, defaults={"tier": tier})
+    with transaction.atomic():
+        channel, created = Channel.objects.get_or_create(name=name, defaults={"tier": tier})
+        if created:
+            _record_change(actor, ProvenanceChange.Action.CHANNEL_CREATE, name, f"on tier {tier.name}")
     return channel
+
+
+def _record_change(
+    actor: str, action: str, subject: str, detail: str = "", run: JobRun | None = None
+) -> None:
+    """Append one line to the provenance history, in the change's own transaction."""
+    ProvenanceChange.objects.create(
+        at=timezone.now(),
+        actor=actor[:200] or SYSTEM_ACTOR,
+        action=action,
+        subject=subject[:200],
+        detail=detail[:500],
+        rebuild_run_id=None if run is None else run.pk,
+    )
 
 
 @transaction.atomic
@@ -84,6 +104,7 @@ def api_key_create(
     tier_name: str | None = None,
     permissions: Iterable[str] = (),
     user_prefix: str = "",
+    actor: str = SYSTEM_ACTOR,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret, which is never stored and never shown again."""
     chosen = tuple(dict.fromkeys(permissions)) or DEFAULT_PERMISSIONS
@@ -94,7 +115,7 @@ def api_key_create(
         )
     if not name.strip():
         raise ProvenanceError("an API key needs a name, so people can tell keys apart")
-    channel = channel_get_or_create(name=channel_name, tier_name=tier_name)
+    channel = channel_get_or_create(name=channel_name, tier_name=tier_name, actor=actor)
     secret = new_secret()
     key = ApiKey.objects.create(
         name=name.strip(),
@@ -104,14 +125,30 @@ def api_key_create(
         permissions=list(chosen),
         user_prefix=user_prefix,
     )
+    confined = f", confined to user_ids starting {user_prefix!r}" if user_prefix else ""
+    _record_change(
+        actor,
+        ProvenanceChange.Action.API_KEY_CREATE,
+        key.name,
+        f"key {key.display_prefix}… on channel {channel.name} (tier {channel.tier.name}), "
+        f"permissions {', '.join(key.permissions)}{confined}",
+    )
     return key, secret
 
 
-def api_key_revoke(*, key: ApiKey) -> ApiKey:
-    """Revoke a key from now on; revoking twice keeps the first time."""
+def api_key_revoke(*, key: ApiKey, actor: str = SYSTEM_ACTOR) -> ApiKey:
+    """Revoke a key from now on; revoking twice keeps the first time (and records only it)."""
     if key.revoked_at is None:
-        key.revoked_at = timezone.now()
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=key.revoked_at)
+        now = timezone.now()
+        with transaction.atomic():
+            revoked = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+            if revoked:
+                _record_change(
+                    actor, ProvenanceChange.Action.API_KEY_REVOKE, key.name, f"key {key.display_prefix}…"
+                )
+        key.revoked_at = (
+            now if revoked else ApiKey.objects.values_list("revoked_at", flat=True).get(pk=key.pk)
+        )
     return key
 
 
@@ -401,50 +438,68 @@ def beliefs_verify(*, progress: Progress | None = None) -> dict[str, object]:
 
 
 def tier_update(
-    *, name: str, ceiling: float | None = None, description: str | None = None
+    *, name: str, ceiling: float | None = None, description: str | None = None, actor: str = SYSTEM_ACTOR
 ) -> tuple[ProvenanceTier, JobRun | None]:
     """Change a tier; a new ceiling rebuilds every belief its channels touched or that cites it as taint."""
     tier = ProvenanceTier.objects.filter(name=name).first()
     if tier is None:
         raise ProvenanceError(f"there is no tier {name!r}", code=NOT_FOUND)
     job = None
+    told = []
     with transaction.atomic():
-        if description is not None:
+        if description is not None and description[:500] != tier.description:
             tier.description = description[:500]
+            told.append("description changed")
         if ceiling is not None:
             if not 0.0 < ceiling < 1.0:
                 raise ProvenanceError("a ceiling must lie strictly between 0 and 1", field="ceiling")
             changed = ceiling != tier.ceiling
+            if changed:
+                told.insert(0, f"ceiling {tier.ceiling:g} → {ceiling:g}")
             tier.ceiling = ceiling
             tier.save()
             if changed:
                 # A taint tier caps r too, so the channels that relayed content under it count.
+                # selectors.tier_rebuild_counts spells this rule in SQL, to show the count before.
                 relayed = BeliefRevision.objects.filter(taint_tier=name).values_list("channel", flat=True)
                 channels = {*tier.channels.values_list("name", flat=True), *relayed.distinct()}
                 job = _rebuild_enqueue(trigger=Trigger.TIER_CHANGE, channels=channels)
+                told.append(f"{job.total} belief{'' if job.total == 1 else 's'} to rebuild")
         else:
             tier.save()
+        if told:
+            _record_change(actor, ProvenanceChange.Action.TIER_CHANGE, name, "; ".join(told), job)
     return tier, job
 
 
 def channel_bind(
-    *, name: str, tier_name: str, description: str | None = None
+    *, name: str, tier_name: str, description: str | None = None, actor: str = SYSTEM_ACTOR
 ) -> tuple[Channel, JobRun | None]:
     """Create a channel on a tier, or rebind an existing one (which schedules a rebuild)."""
     tier = ProvenanceTier.objects.filter(name=tier_name).first()
     if tier is None:
         raise ProvenanceError(f"there is no tier {tier_name!r}", field="tier")
     with transaction.atomic():
-        channel = Channel.objects.select_for_update().filter(name=name).first()
+        channel = (
+            Channel.objects.select_for_update(of=("self",)).select_related("tier").filter(name=name).first()
+        )
         if channel is None:
-            return Channel.objects.create(name=name, tier=tier, description=description or ""), None
+            channel = Channel.objects.create(name=name, tier=tier, description=(description or "")[:500])
+            _record_change(actor, ProvenanceChange.Action.CHANNEL_CREATE, name, f"on tier {tier.name}")
+            return channel, None
         job = None
+        told = []
         if channel.tier_id != tier.pk:
+            told.append(f"tier {channel.tier.name} → {tier.name}")
             channel.tier = tier
             job = _rebuild_enqueue(trigger=Trigger.CHANNEL_CHANGE, channels=[name])
-        if description is not None:
+            told.append(f"{job.total} belief{'' if job.total == 1 else 's'} to rebuild")
+        if description is not None and description[:500] != channel.description:
             channel.description = description[:500]
+            told.append("description changed")
         channel.save()
+        if told:
+            _record_change(actor, ProvenanceChange.Action.CHANNEL_CHANGE, name, "; ".join(told), job)
     return channel, job
 
 

@@ -38,6 +38,7 @@ class Command(BaseCommand):
                 tier_name=options["tier"],
                 permissions=options["perm"],
                 user_prefix=options["user_prefix"],
+                actor="command",
             )
         except ProvenanceError as error:
             raise CommandError(str(error)) from error
