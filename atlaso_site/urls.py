@@ -3,10 +3,9 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
 from atlaso_site.api import api
-from atlaso_site.views import DashboardLogoutView, home
+from atlaso_site.views import DashboardLogoutView
 
 urlpatterns = [
-    path("", home, name="home"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", DashboardLogoutView.as_view(), name="logout"),
     path("", include("diagnostics.urls")),

@@ -1,4 +1,4 @@
-"""The landing page and the dashboard's login and logout."""
+"""The dashboard's logout (the pages live in the apps; the overview at `/` in diagnostics)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.views import LogoutView
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-
-from atlaso_site.lib.dashboard_access import reviewer_required
-from deposits.models import Deposit, ScopeBag
-
-
-@reviewer_required
-def home(request: HttpRequest) -> HttpResponse:
-    context = {
-        "deposit_count": Deposit.objects.filter(retracted_at__isnull=True).count(),
-        "owner_count": ScopeBag.objects.values("user_id").distinct().count(),
-    }
-    return render(request, "home.html", context)
 
 
 class DashboardLogoutView(LogoutView):

@@ -5,19 +5,24 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Aggregate, Count, F, FloatField, Min, Q, QuerySet, Sum
-from django.db.models.functions import Cast, Greatest
+from django.db import connection
+from django.db.models import Aggregate, Count, F, FloatField, Min, Q, QuerySet, Sum, Window
+from django.db.models.functions import Cast, Greatest, RowNumber
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.lib.paging import Page
 from beliefs.models import Belief, CalibrationOutcome
 from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import ConflictEpisode, Deposit, RecallLog, ScopeBag
 from deposits.selectors import deposit_records
+from deposits.sqlrules import directional_sql
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, FieldCounts
 from diagnostics.models import Snapshot
@@ -235,6 +240,57 @@ def deployment_health(*, days: int = 30, now: datetime | None = None) -> Deploym
     )
 
 
+@dataclass(frozen=True, slots=True)
+class DeploymentTrend:
+    """The deployment's snapshots in a window, its newest snapshot, and its backlog now."""
+
+    latest: Snapshot | None
+    points: list[Snapshot]
+    backlog: Backlog
+
+
+def deployment_trend(*, days: int = 30, now: datetime | None = None) -> DeploymentTrend:
+    """What the dashboard draws of the deployment: its snapshots, not a pooled recount.
+
+    `latest` is the newest snapshot (taken every few minutes by the job), so a page reads it
+    instead of aggregating every bag; None until the job first ran.
+    """
+    now = now or timezone.now()
+    points = _points(None, days, now)
+    latest = points[-1] if points else Snapshot.objects.filter(user_id__isnull=True, is_latest=True).first()
+    return DeploymentTrend(latest=latest, points=points, backlog=backlog(days=days, now=now))
+
+
+def recent_deposits(*, user_id: str, limit: int = 10) -> list[DepositRecord]:
+    """The owner's newest kept (not retracted) deposits, with their state; no count of them all.
+
+    `deposits.selectors.deposit_page` without its total: counting a large owner's deposits
+    costs more than the rest of the owner page.
+    """
+    rows = list(
+        Deposit.objects.filter(user_id=user_id).not_retracted().order_by("-created_at", "-id")[:limit]
+    )
+    return deposit_records(rows, with_state=True)
+
+
+def recent_runs(names: Sequence[str], *, limit: int = 10) -> dict[str, list[JobRun]]:
+    """Each named job's newest `limit` runs, newest first, in one query (a job never run: [])."""
+    newest = (
+        JobRun.objects.filter(name__in=names)
+        .annotate(
+            place=Window(
+                RowNumber(), partition_by=[F("name")], order_by=[F("queued_at").desc(), F("id").desc()]
+            )
+        )
+        .filter(place__lte=limit)
+        .order_by("name", "place")
+    )
+    runs: dict[str, list[JobRun]] = {name: [] for name in names}
+    for run in newest:
+        runs[run.name].append(run)
+    return runs
+
+
 RECENT = timedelta(days=7)
 
 
@@ -310,3 +366,112 @@ def calibration() -> Calibration:
         diagram=reliability_diagram(scored),
         is_frequency=len(scored) >= settings.BELIEF_CALIBRATION_MIN_OUTCOMES,
     )
+
+
+# The owners list: each sort key and the column it orders by (a leading "-" for descending).
+OWNER_SORTS = {
+    "owner": "o.user_id",
+    "deposits": "live_deposits",
+    "fmi": "s.fmi",
+    "conflicts": "open_conflicts",
+    "uncertain": "uncertain_beliefs",
+    "activity": "last_activity",
+}
+DEFAULT_OWNER_SORT = "-activity"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRow:
+    """One memory owner in the owners list: live counts now, FMI as of its latest snapshot."""
+
+    user_id: str
+    live_deposits: int
+    open_conflicts: int
+    uncertain_beliefs: int
+    last_activity: datetime | None
+    fmi: int | None
+    snapshot_at: datetime | None
+
+
+def _moment(value: Any) -> datetime | None:
+    """A timestamp from a raw query: SQLite answers text, PostgreSQL a datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    moment = parse_datetime(str(value))
+    return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def owner_page(
+    *, prefix: str = "", sort: str = DEFAULT_OWNER_SORT, limit: int = 50, offset: int = 0
+) -> Page[OwnerRow]:
+    """Every owner holding live deposits, in one query whatever the number of owners.
+
+    The bag rows are read once, grouped by owner (the prefix filters them first); the open
+    conflict episodes, the uncertain beliefs and the latest snapshots (`is_latest`) are joined
+    by hash, not looked up per owner; the total rides along as a window count; sorting and
+    paging happen in SQL. An owner never snapshotted has no FMI and sorts last either way.
+    """
+    column = OWNER_SORTS.get(sort.removeprefix("-"), "last_activity")
+    direction = "DESC" if sort.startswith("-") else "ASC"
+    # No FMI sorts last both ways; no uncertain belief is a zero, and sorts as one.
+    nulls = "NULLS LAST" if column == "s.fmi" else ""
+    tables = {
+        "bags": ScopeBag._meta.db_table,
+        "episodes": ConflictEpisode._meta.db_table,
+        "beliefs": Belief._meta.db_table,
+        "snapshots": Snapshot._meta.db_table,
+    }
+    # A prefix compared exactly (LIKE would read _ as a wildcard, and SQLite's ignores case).
+    narrow_bags = "WHERE substr(b.user_id, 1, %s) = %s" if prefix else ""
+    narrow = "AND substr(user_id, 1, %s) = %s" if prefix else ""
+    narrowing = [len(prefix), prefix] if prefix else []
+    live = f"({directional_sql('b')} + b.live_open)"
+    # Open conflicts are the open episodes (the backlog's rule), a small indexed table: cheaper
+    # than the conflict rule over every bag row.
+    sql = f"""
+        WITH owners AS (
+            SELECT b.user_id AS user_id, SUM({live}) AS live_deposits, MAX(b.updated_at) AS last_activity
+            FROM {tables["bags"]} b {narrow_bags}
+            GROUP BY b.user_id
+            HAVING SUM({live}) > 0
+        ),
+        conflicts AS (
+            SELECT user_id, COUNT(*) AS n FROM {tables["episodes"]} WHERE ended_at IS NULL {narrow}
+            GROUP BY user_id
+        ),
+        uncertain AS (
+            SELECT user_id, COUNT(*) AS n FROM {tables["beliefs"]} WHERE is_uncertain {narrow}
+            GROUP BY user_id
+        )
+        SELECT o.user_id, o.live_deposits, COALESCE(c.n, 0) AS open_conflicts,
+               COALESCE(u.n, 0) AS uncertain_beliefs, o.last_activity, s.fmi, s.taken_at,
+               COUNT(*) OVER () AS total
+        FROM owners o
+        LEFT JOIN conflicts c ON c.user_id = o.user_id
+        LEFT JOIN uncertain u ON u.user_id = o.user_id
+        LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
+        ORDER BY {column} {direction} {nulls}, o.user_id
+        LIMIT %s OFFSET %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*narrowing, *narrowing, *narrowing, limit, offset])
+        rows = cursor.fetchall()
+    items = [
+        OwnerRow(
+            user_id=user_id,
+            live_deposits=int(deposits),
+            open_conflicts=int(conflicts),
+            uncertain_beliefs=int(uncertain),
+            last_activity=_moment(activity),
+            fmi=fmi,
+            snapshot_at=_moment(taken_at),
+        )
+        for user_id, deposits, conflicts, uncertain, activity, fmi, taken_at, _ in rows
+    ]
+    if rows:
+        total = rows[0][-1]
+    elif offset == 0:
+        total = 0
+    else:  # past the end: the page is empty, so count the owners on their own
+        total = owner_page(prefix=prefix, sort=sort, limit=1, offset=0).total
+    return Page(items=items, total=total, limit=limit, offset=offset)

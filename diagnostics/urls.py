@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from diagnostics import views
+
+app_name = "diagnostics"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("owners/", views.owner_list, name="owners"),
+    path("owners/<str:user_id>/", views.owner_detail, name="owner"),
+    path("health/", views.health_trends, name="health"),
+    path("jobs/", views.job_runs, name="jobs"),
+    path("jobs/runs/<str:run_id>/", views.job_run, name="job-run"),
+    path("jobs/<str:name>/start/", views.job_start, name="job-start"),
+]

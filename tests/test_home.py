@@ -1,4 +1,4 @@
-"""`/`: today's landing page, in the frame, for reviewers and operators."""
+"""`/`: the Overview (diagnostics/views.py), in the frame, for reviewers and operators."""
 
 from __future__ import annotations
 
@@ -23,16 +23,16 @@ def test_a_login_with_no_role_is_refused(client):
 
 
 @pytest.mark.parametrize("role", ["reviewer", "operator", "superuser"])
-def test_reviewers_and_operators_see_it(client, role):
+def test_reviewers_and_operators_see_the_overview(client, role):
     client.force_login(make_login(role))
     page = client.get("/")
     assert page.status_code == 200
-    assert "<h1>Atlaso is running</h1>" in page.content.decode()
+    assert "<h1>Overview</h1>" in page.content.decode()
 
 
-def test_the_landing_page_counts_what_is_stored_and_links_to_the_api_docs(client):
+def test_the_overview_counts_what_is_stored_and_links_to_the_api_docs(client):
     deposit_add(user_id="alice", data={"content": "Alice prefers oat milk"}, channel="agent-a")
     client.force_login(make_login("reviewer"))
     text = client.get("/").content.decode()
-    assert "1 deposit for 1 memory owner" in text
+    assert "1 live deposit in 1 bag for" in text and "1 memory owner</a>" in text
     assert 'href="/api/v1/docs"' in text

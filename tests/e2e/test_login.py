@@ -33,7 +33,7 @@ def test_a_wrong_password_is_refused_and_the_right_one_lands_on_the_overview(pag
 
     submit_login(page, LOGINS["reviewer"], PASSWORD)
     expect(page).to_have_url(f"{live_server.url}/")
-    expect(page.get_by_role("heading", level=1)).to_have_text("Atlaso is running")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
     expect(page.locator(".account .username")).to_have_text("rita")
     screenshot(page, "overview-reviewer")
 

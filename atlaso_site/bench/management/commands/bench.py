@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 from django.test import Client
@@ -21,6 +23,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
+from atlaso_site.lib.dashboard_access import REVIEWER
 from beliefs.services import api_key_create
 from deposits.bulksql import insert_rows
 from deposits.domain.idempotency import idempotency_key
@@ -50,7 +53,7 @@ QUERIES = [
 ]  # fmt: skip
 
 
-SECTIONS = ("recall", "ingest", "add", "health", "diagnostics")
+SECTIONS = ("recall", "ingest", "add", "health", "diagnostics", "pages")
 # 90 days of snapshots every 15 minutes: what the trend reads for one owner at the widest window.
 TREND_POINTS = 90 * 24 * 4
 
@@ -67,7 +70,7 @@ def timed(function: Callable[[], Any]) -> float:
 
 
 class Command(BaseCommand):
-    help = "Measure recall, ingest, single add, health and memory; print a table and write JSON."
+    help = "Measure recall, ingest, single add, health, dashboard pages and memory; print a table and write JSON."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repeat", type=int, default=5, help="runs of each recall query")
@@ -111,6 +114,8 @@ class Command(BaseCommand):
             rows += self._health(owner)
         if "diagnostics" in wanted:
             rows += self._diagnostics(owner)
+        if "pages" in wanted:
+            rows += self._pages(owner)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows.append(
             {
@@ -366,6 +371,56 @@ class Command(BaseCommand):
                 point.taken_at = now - timedelta(minutes=15 * step)
                 rows.append(point)
         Snapshot.objects.bulk_create(rows, batch_size=5000)
+
+    def _pages(self, owner: str) -> list[dict[str, Any]]:
+        """Dashboard pages as a reviewer gets them: p50 server time of 20 requests after a warm-up."""
+        if not Snapshot.objects.filter(is_latest=True).exists():
+            # The owners list shows each owner's latest FMI: take the snapshots a deployment has.
+            diagnostics_recompute(all_owners=True)
+        owners = ScopeBag.objects.values("user_id").distinct().count()
+        reviewer, _ = get_user_model().objects.get_or_create(username="bench-reviewer")
+        reviewer.groups.add(Group.objects.get(name=REVIEWER))
+        client = Client(SERVER_NAME="localhost")
+        client.force_login(reviewer)
+        pages = [
+            (f"owner page /owners/{owner}/ (largest owner)", f"/owners/{owner}/", 150),
+            ("conflict queue /conflicts/", "/conflicts/", 150),
+            (f"owners list /owners/ ({owners:,} owners)", "/owners/", 150),
+            ("overview /", "/", None),
+        ]
+        rows = []
+        for what, path, target in pages:
+            if client.get(path).status_code == 404:
+                rows.append(
+                    {
+                        "what": what,
+                        "value": "skipped: the page is not there yet (404)",
+                        "target": "",
+                        "floor": "",
+                        "ok": True,
+                    }
+                )
+                continue
+            samples = []
+            for _ in range(20):
+                started = time.perf_counter()
+                response = client.get(path)
+                samples.append((time.perf_counter() - started) * 1000)
+                if response.status_code != 200:
+                    raise CommandError(f"{path} answered {response.status_code}")
+            with CaptureQueriesContext(connection) as queries:
+                client.get(path)
+            p50 = statistics.median(samples)
+            rows.append(
+                {
+                    "what": f"dashboard {what}, server time",
+                    "value": f"p50 {p50:.1f} ms",
+                    "target": f"p50 ≤ {target} ms" if target else "none set",
+                    "floor": f"{len(queries.captured_queries)} queries",
+                    "ok": target is None or p50 <= target,
+                }
+            )
+        return rows
 
     def _print(self, rows: list[dict[str, Any]]) -> None:
         widths = [max(len(str(r[k])) for r in rows) for k in ("what", "value", "target", "floor")]

@@ -1,0 +1,514 @@
+"""The dashboard pages that bring several apps together: overview, owners, owner, health, jobs.
+
+Each view checks access, parses, calls its selectors and renders. A page's swappable parts are
+`{% partialdef %}` blocks of its own template, rendered alone when `request.htmx`. Charts are
+drawn on the server (`atlaso_site.lib.charts`) from the snapshots the selectors return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from math import ceil
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from atlaso_site.lib import charts
+from atlaso_site.lib.dashboard_access import is_operator, operator_required, reviewer_required
+from atlaso_site.lib.errors import AtlasoError
+from atlaso_site.lib.jobs.models import LOST, STALLED, JobRun, Status, Trigger
+from atlaso_site.lib.jobs.selectors import job_run_get
+from atlaso_site.lib.paging import MAX_OFFSET, Page
+from atlaso_site.lib.users import is_user_id
+from beliefs.selectors import belief_page
+from deposits.bags import Bag, bag_page
+from deposits.domain.types import FACETS, INT_FACETS
+from deposits.selectors import owner_exists
+from diagnostics import jobs, selectors
+from diagnostics.domain.fmi import Pillars, band, explain
+from diagnostics.models import Snapshot
+
+BAGS_PER_PAGE = 25
+OWNERS_PER_PAGE = 50
+RECENT_DEPOSITS = 6
+BELIEFS_SHOWN = 6
+TREND_DAYS = 30
+HEALTH_DAYS = (7, 30, 90)
+RUNS_PER_JOB = 10
+# What an operator may start from the jobs page (a belief rebuild follows a tier or channel change).
+STARTABLE = (jobs.RECOMPUTE_DIAGNOSTICS, jobs.VERIFY_BELIEFS, jobs.EXPIRE_IDEMPOTENCY_KEYS)
+JOB_DESCRIPTIONS = {
+    jobs.RECOMPUTE_DIAGNOSTICS: "Snapshots the FMI of every owner with activity since its last snapshot, "
+    "then the deployment's; thins snapshots older than 90 days (beat: every FMI_SNAPSHOT_MINUTES).",
+    jobs.EXPIRE_IDEMPOTENCY_KEYS: "Deletes idempotency entries older than 24 hours (beat: hourly).",
+    jobs.REBUILD_BELIEFS: "Replays belief logs with today's tiers; runs by itself after a tier or "
+    "channel change on the provenance page.",
+    jobs.VERIFY_BELIEFS: "Checks every stored belief against the replay of its log and lists any "
+    "that differ as mismatches (beat: daily).",
+}
+FIRST_RUN = {
+    jobs.RECOMPUTE_DIAGNOSTICS: "Celery beat runs it every few minutes; so does manage.py recompute_diagnostics.",
+    jobs.EXPIRE_IDEMPOTENCY_KEYS: "Celery beat runs it hourly; so does manage.py expire_idempotency_keys.",
+    jobs.REBUILD_BELIEFS: "A tier ceiling or channel change starts one.",
+    jobs.VERIFY_BELIEFS: "Celery beat runs it daily; so does manage.py verify_beliefs.",
+}
+# Reported statuses that mean something needs a person: shown in red on the overview.
+ALARMING = (Status.FAILED, LOST, STALLED)
+ACTIVE = (Status.QUEUED, Status.RUNNING)
+NO_OUTCOMES = "No confirmations yet: each Confirm on a belief page records one."
+
+
+# ---- Small parsers ------------------------------------------------------------------------
+
+
+def _page_number(query: QueryDict, size: int) -> int:
+    """The `page` asked for, 1 when absent or malformed, never past the largest offset."""
+    try:
+        number = int(query.get("page", "1"))
+    except ValueError:
+        return 1
+    return max(1, min(number, MAX_OFFSET // size))
+
+
+@dataclass(frozen=True, slots=True)
+class Pager:
+    """A page of a list as the pagination links need it."""
+
+    page: Page[Any]
+    number: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, ceil(self.page.total / self.page.limit))
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.page.has_next else None
+
+
+def _span(hours: float | None) -> timedelta | None:
+    """Hours as a span rounded to what a person reads: minutes, hours, or days."""
+    if hours is None:
+        return None
+    if hours < 2:
+        return timedelta(minutes=max(1, round(hours * 60)))
+    if hours < 48:
+        return timedelta(hours=round(hours))
+    return timedelta(days=round(hours / 24))
+
+
+def _not_found(request: HttpRequest, message: str) -> HttpResponse:
+    return render(request, "diagnostics/not_found.html", {"message": message}, status=404)
+
+
+# ---- Charts from snapshots ----------------------------------------------------------------
+
+PILLARS = ("coverage", "precision", "resolution", "density")
+
+
+def _window(days: int, now: datetime) -> dict[str, datetime]:
+    return {"start": now - timedelta(days=days), "end": now}
+
+
+def _fmi_chart(points: Sequence[Snapshot], *, days: int, now: datetime, title: str) -> charts.LineChart:
+    return charts.step_chart(
+        [charts.Series("FMI", [(p.taken_at, p.fmi) for p in points])],
+        title=title,
+        y_label="FMI (0–100)",
+        y_range=(0, 100),
+        **_window(days, now),
+    )
+
+
+def _pillar_chart(points: Sequence[Snapshot], *, days: int, now: datetime) -> charts.LineChart:
+    lines = [charts.Series("FMI", [(p.taken_at, p.fmi) for p in points])]
+    lines += [
+        charts.Series(name, [(p.taken_at, 100 * getattr(p, name)) for p in points], unit="%")
+        for name in PILLARS
+    ]
+    return charts.step_chart(
+        lines,
+        title=f"FMI and its pillars, last {days} days",
+        y_label="FMI; pillars in %",
+        y_range=(0, 100),
+        size=(960, 280),
+        **_window(days, now),
+    )
+
+
+def _backlog_chart(points: Sequence[Snapshot], *, days: int, now: datetime) -> charts.LineChart:
+    return charts.step_chart(
+        [charts.Series("bags in conflict", [(p.taken_at, p.conflict_bag_count) for p in points])],
+        title=f"Bags in conflict at each snapshot, last {days} days",
+        y_label="bags in conflict",
+        size=(480, 220),
+        **_window(days, now),
+    )
+
+
+def _reliability_chart(calibration: selectors.Calibration) -> charts.ReliabilityChart:
+    width = 1 / 10
+    return charts.reliability_chart(
+        [
+            charts.Bin(
+                low=b.bin * width,
+                high=(b.bin + 1) * width,
+                confidence=b.confidence,
+                frequency=b.frequency,
+                count=b.count,
+            )
+            for b in calibration.diagram
+        ],
+        title="Calibration: stated probability against how often it was right",
+        empty_message=NO_OUTCOMES,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The FMI, its band and sentence, and the four pillars, however they were computed."""
+
+    pillars: Pillars
+    deposit_count: int
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> Health:
+        values = {name: getattr(snapshot, name) for name in PILLARS}
+        return cls(pillars=Pillars(**values), deposit_count=snapshot.deposit_count)
+
+    @property
+    def fmi(self) -> int:
+        return self.pillars.fmi
+
+    @property
+    def band(self) -> str:
+        return band(self.fmi)
+
+    @property
+    def sentence(self) -> str:
+        return explain(self.pillars, deposit_count=self.deposit_count)
+
+    @property
+    def pillar_list(self) -> list[tuple[str, float]]:
+        return [(name, getattr(self.pillars, name)) for name in PILLARS]
+
+
+# ---- Job runs as the pages show them -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A job run with its reported status and what its row shows."""
+
+    run: JobRun
+    status: str
+    now: datetime
+
+    @property
+    def is_active(self) -> bool:
+        """Still queued or running (not lost or stalled): its row keeps polling."""
+        return self.status in ACTIVE
+
+    @property
+    def mismatches(self) -> list[str]:
+        found = (self.run.counts or {}).get("mismatches") or []
+        return list(found) if isinstance(found, list) else []
+
+    @property
+    def is_alarming(self) -> bool:
+        return self.status in ALARMING or bool(self.mismatches)
+
+    @property
+    def percent(self) -> int | None:
+        if not self.run.total:
+            return None
+        return min(100, round(100 * self.run.done / self.run.total))
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.run.started_at is None:
+            return None
+        return (self.run.finished_at or self.now) - self.run.started_at
+
+    @property
+    def counts(self) -> list[tuple[str, str]]:
+        """The run's counts as words: a list by its length and first few items."""
+        return [(key, _count_text(value)) for key, value in (self.run.counts or {}).items()]
+
+
+def _count_text(value: Any) -> str:
+    if isinstance(value, list):
+        shown = ", ".join(map(str, value[:5])) + (f" and {len(value) - 5} more" if len(value) > 5 else "")
+        return f"{len(value)}: {shown}" if value else "0"
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {item}" for key, item in value.items())
+    return str(value)
+
+
+def _rows(runs: Sequence[JobRun], now: datetime) -> list[RunRow]:
+    return [RunRow(run=run, status=run.reported_status_at(now), now=now) for run in runs]
+
+
+def _last_runs(now: datetime) -> list[tuple[str, RunRow | None]]:
+    """Each job's newest run, or None for a job that never ran."""
+    newest = selectors.recent_runs(list(jobs.JOBS), limit=1)
+    return [(name, next(iter(_rows(runs, now)), None)) for name, runs in newest.items()]
+
+
+# ---- Overview ---------------------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def overview(request: HttpRequest) -> HttpResponse:
+    """The deployment at a glance: FMI, backlog, beliefs, calibration, the last run of each job."""
+    now = timezone.now()
+    deployment = selectors.deployment_trend(days=TREND_DAYS, now=now)
+    # The newest snapshot (minutes old) spares a pass over every bag; before the job's first
+    # run the deployment is computed here.
+    current = deployment.latest or selectors.snapshot_of(None, selectors.field_totals_pooled(now=now), now)
+    last_runs = _last_runs(now)
+    context = {
+        "current": current,
+        "from_snapshot": deployment.latest is not None,
+        "health": Health.of(current),
+        "backlog": deployment.backlog,
+        "calibration": selectors.calibration(),
+        "trend": _fmi_chart(
+            deployment.points, days=TREND_DAYS, now=now, title=f"Deployment FMI, last {TREND_DAYS} days"
+        ),
+        "last_runs": last_runs,
+        "alarming": any(row and row.is_alarming for _, row in last_runs),
+        "median_resolution": _span(deployment.backlog.median_hours_to_resolution),
+        "trend_days": TREND_DAYS,
+    }
+    return render(request, "diagnostics/overview.html", context)
+
+
+# ---- Owners ------------------------------------------------------------------------------
+
+
+OWNER_COLUMNS = (
+    ("owner", "Owner"),
+    ("deposits", "Live deposits"),
+    ("fmi", "FMI"),
+    ("conflicts", "Open conflicts"),
+    ("uncertain", "Uncertain beliefs"),
+    ("activity", "Last activity"),
+)
+
+
+def _owner_columns(current: str) -> list[dict[str, Any]]:
+    """Each column's header: the sort its link asks for and its aria-sort now.
+
+    A column not sorted on starts with its useful direction (names A→Z, the rest high or
+    recent first); the column sorted on toggles.
+    """
+    columns = []
+    for key, label in OWNER_COLUMNS:
+        if current.removeprefix("-") == key:
+            descending = current.startswith("-")
+            target, state = (key, "descending") if descending else (f"-{key}", "ascending")
+        else:
+            target, state = (key if key == "owner" else f"-{key}"), "none"
+        numeric = key in ("deposits", "fmi", "conflicts", "uncertain")
+        columns.append({"key": key, "label": label, "sort": target, "aria": state, "numeric": numeric})
+    return columns
+
+
+@require_GET
+@reviewer_required
+def owner_list(request: HttpRequest) -> HttpResponse:
+    """Every owner with live deposits: prefix search, sortable columns, pages."""
+    prefix = request.GET.get("q", "").strip()
+    sort = request.GET.get("sort", selectors.DEFAULT_OWNER_SORT)
+    if sort.removeprefix("-") not in selectors.OWNER_SORTS:
+        sort = selectors.DEFAULT_OWNER_SORT
+    number = _page_number(request.GET, OWNERS_PER_PAGE)
+    page = selectors.owner_page(
+        prefix=prefix, sort=sort, limit=OWNERS_PER_PAGE, offset=(number - 1) * OWNERS_PER_PAGE
+    )
+    context = {
+        "q": prefix,
+        "sort": sort,
+        "columns": _owner_columns(sort),
+        "pager": Pager(page, number),
+        "malformed_prefix": bool(prefix) and not is_user_id(prefix),
+    }
+    template = "diagnostics/owners.html#owners" if request.htmx else "diagnostics/owners.html"
+    return render(request, template, context)
+
+
+# ---- One owner ----------------------------------------------------------------------------
+
+
+def _facet_filters(query: QueryDict) -> tuple[dict[str, Any], list[str]]:
+    """The facets asked for (blank means any), and a message for each malformed number."""
+    facets: dict[str, Any] = {}
+    problems = []
+    for facet in FACETS:
+        raw = query.get(facet, "").strip().replace("\x00", "")
+        if not raw:
+            continue
+        if facet in INT_FACETS:
+            try:
+                facets[facet] = int(raw)
+            except ValueError:
+                problems.append(f"{facet} must be a whole number; “{raw}” is not, so it was not applied.")
+                continue
+            if abs(facets[facet]) >= 2**63:
+                del facets[facet]
+                problems.append(f"{facet} is out of range, so it was not applied.")
+        else:
+            facets[facet] = raw
+    return facets, problems
+
+
+@dataclass(frozen=True, slots=True)
+class BagRow:
+    """A bag as the owner page lists it: with its set facets as (name, value) pairs."""
+
+    bag: Bag
+
+    @property
+    def scope(self) -> list[tuple[str, Any]]:
+        return [(facet, value) for facet, value in self.bag.scope.facets_dict().items() if value is not None]
+
+
+@require_GET
+@reviewer_required
+def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
+    """One owner: FMI and trend, conflict backlog, its bags (filtered in place), deposits, beliefs."""
+    if not is_user_id(user_id) or not owner_exists(user_id):
+        return _not_found(request, "No memory owner has this id: nothing was ever deposited for it.")
+    facets, problems = _facet_filters(request.GET)
+    only_conflicts = request.GET.get("conflict") == "1"
+    number = _page_number(request.GET, BAGS_PER_PAGE)
+    bags = bag_page(
+        user_id=user_id,
+        conflict=True if only_conflicts else None,
+        facets=facets,
+        limit=BAGS_PER_PAGE,
+        offset=(number - 1) * BAGS_PER_PAGE,
+    )
+    context: dict[str, Any] = {
+        "user_id": user_id,
+        "bags": Pager(bags, number),
+        "bag_rows": [BagRow(bag) for bag in bags.items],
+        "facets": {facet: request.GET.get(facet, "") for facet in FACETS},
+        "only_conflicts": only_conflicts,
+        "problems": problems,
+        "filtered": bool(facets) or only_conflicts,
+    }
+    if request.htmx:
+        return render(request, "diagnostics/owner.html#bags", context)
+    now = timezone.now()
+    history = selectors.health_history(user_id=user_id, days=TREND_DAYS, now=now)
+    current = selectors.health(user_id=user_id, now=now)
+    context |= {
+        "health": Health(pillars=current.pillars, deposit_count=current.deposit_count),
+        "backlog": history.backlog,
+        "trend": _fmi_chart(history.points, days=TREND_DAYS, now=now, title=f"FMI, last {TREND_DAYS} days"),
+        "deposits": selectors.recent_deposits(user_id=user_id, limit=RECENT_DEPOSITS),
+        "beliefs": belief_page(user_id=user_id, limit=BELIEFS_SHOWN),
+        "median_resolution": _span(history.backlog.median_hours_to_resolution),
+        "health_window": current.window_days,
+        "trend_days": TREND_DAYS,
+    }
+    return render(request, "diagnostics/owner.html", context)
+
+
+# ---- Health trends ------------------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def health_trends(request: HttpRequest) -> HttpResponse:
+    """FMI, pillars and the conflict backlog over 7, 30 or 90 days, for the deployment or an owner."""
+    try:
+        days = int(request.GET.get("days", TREND_DAYS))
+    except ValueError:
+        days = TREND_DAYS
+    days = days if days in HEALTH_DAYS else TREND_DAYS
+    owner = request.GET.get("owner", "").strip()
+    if owner and (not is_user_id(owner) or not owner_exists(owner)):
+        return _not_found(request, "No memory owner has this id: nothing was ever deposited for it.")
+    now = timezone.now()
+    if owner:
+        history = selectors.health_history(user_id=owner, days=days, now=now)
+        points, backlog = history.points, history.backlog
+    else:
+        deployment = selectors.deployment_trend(days=days, now=now)
+        points, backlog = deployment.points, deployment.backlog
+    calibration = selectors.calibration()
+    context = {
+        "days": days,
+        "day_choices": HEALTH_DAYS,
+        "owner": owner,
+        "latest": points[-1] if points else None,
+        "backlog": backlog,
+        "median_resolution": _span(backlog.median_hours_to_resolution),
+        "pillar_chart": _pillar_chart(points, days=days, now=now),
+        "backlog_chart": _backlog_chart(points, days=days, now=now),
+        "calibration": calibration,
+        "reliability": _reliability_chart(calibration),
+    }
+    return render(request, "diagnostics/health.html", context)
+
+
+# ---- Job runs -----------------------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def job_runs(request: HttpRequest) -> HttpResponse:
+    """Each job's recent runs; a queued or running row polls itself until the run ends."""
+    now = timezone.now()
+    runs = selectors.recent_runs(list(jobs.JOBS), limit=RUNS_PER_JOB)
+    context = {
+        "jobs": [
+            {
+                "name": name,
+                "description": JOB_DESCRIPTIONS.get(name, ""),
+                "first_run": FIRST_RUN.get(name, ""),
+                "rows": _rows(runs[name], now),
+            }
+            for name in jobs.JOBS
+        ],
+        "startable": STARTABLE if is_operator(request.user) else (),
+    }
+    return render(request, "diagnostics/jobs.html", context)
+
+
+@require_GET
+@reviewer_required
+def job_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    """One run: its row alone for htmx polling, else a page of its own."""
+    try:
+        run = job_run_get(run_id=run_id)
+    except AtlasoError as error:
+        return _not_found(request, error.message)
+    row = _rows([run], timezone.now())[0]
+    template = "diagnostics/jobs.html#run-row" if request.htmx else "diagnostics/job_run.html"
+    return render(request, template, {"row": row})
+
+
+@require_POST
+@operator_required
+def job_start(request: HttpRequest, name: str) -> HttpResponse:
+    """Queue a run (trigger `dashboard`) through the runner the API uses; back to the jobs page."""
+    if name not in STARTABLE:
+        return _not_found(request, f"There is no job {name!r} to start here.")
+    run = jobs.job_start(name=name, trigger=Trigger.DASHBOARD)
+    messages.success(request, f"Started {name}: run {run.pk} is queued; its row follows it below.")
+    return redirect("diagnostics:jobs")
