@@ -185,7 +185,7 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
     )
 
 
-def bags_recount(bag_ids: Iterable[str]) -> None:
+def bags_recount(bag_ids: Iterable[str], *, user_id: str) -> None:
     """Recount bags from their deposits after a supersession, retraction or erasure.
 
     The rows are locked first (in id order, so two recounts cannot deadlock); the counting
@@ -196,7 +196,8 @@ def bags_recount(bag_ids: Iterable[str]) -> None:
         return
     list(ScopeBag.objects.select_for_update().filter(id__in=ids).values_list("id", flat=True))
     rows = (
-        Deposit.objects.filter(bag_id__in=ids)
+        # The owner too: the deposit indexes lead with user_id (a bag holds one owner's deposits).
+        Deposit.objects.filter(user_id=user_id, bag_id__in=ids)
         .not_retracted()
         .annotate(superseded=Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
         .values("bag_id", "polarity", "superseded")

@@ -403,7 +403,7 @@ def _insert(
     closers: dict[str, Closer] = {}
     if edges:
         Contradiction.objects.bulk_create(edges)
-        bags_recount(edge.old_deposit.bag_id for edge in edges)
+        bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id)
         for edge in edges:
             closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
     return set(by_bag) | set(closers), closers
@@ -599,7 +599,7 @@ def deposit_retract(
         }
         erased = row.pk
         row.delete()
-        bags_recount(affected)
+        bags_recount(affected, user_id=user_id)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
         episodes_sync(user_id=user_id, bag_ids=affected, now=timezone.now(), closers=closers)
         observations_erase(user_id=user_id, deposit_id=str(erased))
@@ -610,7 +610,7 @@ def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
     if row.retracted_at is None:
         now = timezone.now()
         Deposit.objects.filter(pk=row.pk).update(retracted_at=now, retracted_reason=reason or "")
-        bags_recount([row.bag_id])
+        bags_recount([row.bag_id], user_id=row.user_id)
         closer = (ConflictEpisode.RETRACTION, row.pk)
         episodes_sync(user_id=row.user_id, bag_ids=[row.bag_id], now=now, closers={row.bag_id: closer})
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))

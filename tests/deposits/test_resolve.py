@@ -107,7 +107,7 @@ def test_the_queue_lists_open_conflicts_oldest_first_with_a_preview(django_asser
         bags.append(Deposit.objects.get(pk=negative).bag_id)
     put("positive", "other holds", user="zed")
     put("negative", "other fails", user="zed")
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         page = conflict_queue(owner_prefix="tenant-x:", limit=2)
         items = list(page.items)
     assert (page.total, [item.bag.bag_id for item in items]) == (3, bags[:2])

@@ -309,7 +309,9 @@ class Command(BaseCommand):
             started = time.perf_counter()
             counts = diagnostics_recompute(all_owners=True)
             elapsed = time.perf_counter() - started
-        per_owner = len(queries.captured_queries) / max(1, counts["owners"])
+        # Read at once: the connection keeps only the last 9,000 queries, and more follow.
+        query_count = len(queries.captured_queries)
+        per_owner = query_count / max(1, counts["owners"])
         self._seed_trend(owner)
         _, secret = api_key_create(
             name="bench admin", channel_name="bench-ops", permissions=["read", "admin"]
@@ -337,7 +339,7 @@ class Command(BaseCommand):
                 "what": f"recompute_diagnostics, all {counts['owners']:,} of {owners:,} owners",
                 "value": f"{elapsed:.1f} s",
                 "target": "≤ 60 s",
-                "floor": f"{len(queries.captured_queries)} queries, {per_owner:.3f} per owner",
+                "floor": f"{query_count} queries, {per_owner:.3f} per owner",
                 "ok": elapsed <= 60,
             },
             {
