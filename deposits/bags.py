@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F, Window
+from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from atlaso_site.lib.errors import not_found
@@ -160,13 +160,14 @@ class QueueItem:
         return [d for d in self.deposits if d.polarity == polarity]
 
 
-def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
-    """The queue's view of each episode's bag: one query for every preview, whatever the count."""
-    ids = [episode.bag_id for episode in episodes]
-    # Owners too: every deposit index leads with user_id, so bag ids alone would scan the table.
-    owners = {episode.user_id for episode in episodes}
-    rows = list(
-        Deposit.objects.filter(user_id__in=owners, bag_id__in=ids)
+def newest_live_claims(*, owners: Iterable[str], bag_ids: Iterable[str], per_side: int) -> QuerySet[Deposit]:
+    """Each bag's newest live directional deposits, at most `per_side` of each polarity.
+
+    The owners are named too: every deposit index leads with user_id, so bag ids alone would
+    scan the table. Recall's conflict peers and the queue's previews both read this.
+    """
+    return (
+        Deposit.objects.filter(user_id__in=set(owners), bag_id__in=list(bag_ids))
         .live()
         .directional()
         .annotate(
@@ -176,8 +177,16 @@ def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
                 order_by=[F("created_at").desc(), F("id").desc()],
             )
         )
-        .filter(place__lte=QUEUE_PREVIEW)
-        .order_by("-created_at", "-id")
+        .filter(place__lte=per_side)
+    )
+
+
+def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
+    """The queue's view of each episode's bag: one query for every preview, whatever the count."""
+    ids = [episode.bag_id for episode in episodes]
+    owners = {episode.user_id for episode in episodes}
+    rows = list(
+        newest_live_claims(owners=owners, bag_ids=ids, per_side=QUEUE_PREVIEW).order_by("-created_at", "-id")
     )
     records = dict(zip([row.pk for row in rows], deposit_records(rows), strict=True))
     by_bag: dict[str, list[DepositRecord]] = {bag_id: [] for bag_id in ids}

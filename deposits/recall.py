@@ -8,15 +8,13 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F, Window
-from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from atlaso_site.lib.errors import invalid
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
 from beliefs.selectors import verdicts_for
-from deposits.bags import bag_stats
+from deposits.bags import bag_stats, newest_live_claims
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, explain_hit, peer_polarities
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
 from deposits.domain.types import Deposit as DepositRecord
@@ -132,20 +130,9 @@ def _peers(
     conflict_bags = {bag for _, bag, _ in hits if stats[bag].has_disagreement}
     if not conflict_bags:
         return {}
-    rows = (
-        Deposit.objects.filter(user_id=user_id, bag_id__in=conflict_bags)
-        .live()
-        .directional()
-        .annotate(
-            place=Window(
-                RowNumber(),
-                partition_by=[F("bag_id"), F("polarity")],
-                order_by=[F("created_at").desc(), F("id").desc()],
-            )
-        )
-        .filter(place__lte=MAX_CONFLICT_PEERS)
-        .values_list("id", "bag_id", "polarity", "created_at")
-    )
+    rows = newest_live_claims(
+        owners=[user_id], bag_ids=conflict_bags, per_side=MAX_CONFLICT_PEERS
+    ).values_list("id", "bag_id", "polarity", "created_at")
     by_bag: dict[str, list[tuple[datetime, str, str]]] = defaultdict(list)
     for deposit_id, bag, polarity, created_at in rows:
         by_bag[bag].append((created_at, str(deposit_id), polarity))
