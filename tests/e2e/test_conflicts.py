@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 from django.utils import timezone
@@ -43,7 +42,7 @@ def test_a_reviewer_resolves_the_oldest_conflict_in_place_and_the_next_one_takes
     item = items.first
     for deposit_id in first.positive:
         item.locator(f"#keep-{deposit_id}").check()
-    item.get_by_placeholder(re.compile("^Reason")).fill("Re-measured on the fixed set: it holds")
+    item.get_by_label("Reason").fill("Re-measured on the fixed set: it holds")
     item.get_by_role("button", name="Resolve").click()
 
     expect(page.get_by_role("status")).to_contain_text("Resolved alice’s bag")
@@ -57,7 +56,7 @@ def test_a_reviewer_resolves_the_oldest_conflict_in_place_and_the_next_one_takes
     item = items.first
     item.locator(f"#keep-{second.positive[0]}").check()
     item.locator(f"#keep-{second.negative[0]}").check()
-    item.get_by_placeholder(re.compile("^Reason")).fill("both?")
+    item.get_by_label("Reason").fill("both?")
     item.get_by_role("button", name="Resolve").click()
     expect(item.get_by_role("alert")).to_contain_text("the deposits you kept disagree")
     expect(page.locator(f"#item-{second.bag_id} #keep-{second.negative[0]}")).to_be_checked()
@@ -83,7 +82,7 @@ def test_without_javascript_the_form_posts_and_comes_back_to_the_queue(
         item = page.locator("article.queue-item").first
         expect(item).to_have_id(f"item-{second.bag_id}")
         item.locator(f"#keep-{second.negative[0]}").check()
-        item.get_by_placeholder(re.compile("^Reason")).fill("The staging run fails")
+        item.get_by_label("Reason").fill("The staging run fails")
         item.get_by_role("button", name="Resolve").click()
         expect(page).to_have_url(f"{live_server.url}/conflicts/?owner=bo")
         expect(page.get_by_role("status")).to_contain_text("Resolved bob’s bag")
