@@ -44,7 +44,7 @@ def test_it_groups_deposits_by_polarity_with_provenance_and_marks_the_superseded
     old_row = re.search(rf'<tr class="superseded">.*?{bag.negative[0][:8]}.*?</tr>', text, re.S)
     assert old_row and f'href="/owners/alice/deposits/{newer}/"' in old_row.group(0)
     # The edge, with its reason, links both deposit pages.
-    edges = text[text.index("<h2>Contradicts edges</h2>") :]
+    edges = text[text.index("<h2>Supersession history</h2>") :]
     assert (
         f"/owners/alice/deposits/{newer}/" in edges and f"/owners/alice/deposits/{bag.negative[0]}/" in edges
     )
