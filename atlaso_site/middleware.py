@@ -48,6 +48,8 @@ class ApiErrorEnvelopeMiddleware:
 
 def _field_with_nul(request: HttpRequest) -> str | None:
     """The name of the first request part holding a NUL character, or None."""
+    if "\x00" in request.path:
+        return "path"
     for key, value in parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True):
         if "\x00" in key or "\x00" in value:
             return key.replace("\x00", "") or "query"

@@ -7,7 +7,7 @@ from ninja import Query, Router, Status
 
 from atlaso_site.lib.wire import PageQuery, VerdictOut, with_errors
 from beliefs import selectors, services
-from beliefs.access import require
+from beliefs.access import require, require_global_admin
 from beliefs.models import Channel
 from beliefs.schemas import (
     BeliefPageOut,
@@ -72,15 +72,19 @@ def list_revisions(request: HttpRequest, user_id: str, key: str, query: Query[Pa
 
 @router.get("/tiers", response=with_errors(**{"200": TierListOut}))
 def list_tiers(request: HttpRequest):
-    """The provenance tiers, their ceilings and the channels bound to each."""
-    require(request, "read")
-    return Status(200, {"items": selectors.tier_list()})
+    """The provenance tiers, their ceilings and the channels bound to each.
+
+    A key confined to a prefix sees only its own channel: other tenants' channel names are theirs.
+    """
+    key = require(request, "read")
+    only = key.channel.name if key.user_prefix else None
+    return Status(200, {"items": selectors.tier_list(only_channel=only)})
 
 
 @router.put("/tiers/{name}", response=with_errors(404, **{"200": TierChangeOut}))
 def put_tier(request: HttpRequest, name: str, payload: TierIn):
-    """Change a tier's ceiling (admin); beliefs its channels touched are rebuilt by a job."""
-    key = require(request, "admin")
+    """Change a tier's ceiling (admin, confined to no prefix: tiers are global); affected beliefs are rebuilt."""
+    key = require_global_admin(request)
     tier, job = services.tier_update(
         name=name, ceiling=payload.ceiling, description=payload.description, actor=f"api key {key.name}"
     )
@@ -90,8 +94,8 @@ def put_tier(request: HttpRequest, name: str, payload: TierIn):
 
 @router.post("/channels", response=with_errors(**{"200": ChannelOut, "201": ChannelOut}))
 def post_channel(request: HttpRequest, payload: ChannelIn):
-    """Create a channel on a tier, or rebind one (admin); a rebind rebuilds what it touched."""
-    key = require(request, "admin")
+    """Create a channel on a tier, or rebind one (admin, confined to no prefix: channels are global)."""
+    key = require_global_admin(request)
     existed = Channel.objects.filter(name=payload.name).exists()
     channel, job = services.channel_bind(
         name=payload.name,

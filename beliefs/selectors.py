@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from atlaso_site.lib.errors import not_found
@@ -83,9 +83,12 @@ def _verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: dat
     return verdicts
 
 
-def tier_list() -> QuerySet[ProvenanceTier]:
-    """Every tier, most trusted first, with its channels prefetched."""
-    return ProvenanceTier.objects.prefetch_related("channels").order_by("-ceiling", "name")
+def tier_list(*, only_channel: str | None = None) -> QuerySet[ProvenanceTier]:
+    """Every tier, most trusted first, with its channels prefetched (only `only_channel` when given)."""
+    channels = Channel.objects.all() if only_channel is None else Channel.objects.filter(name=only_channel)
+    return ProvenanceTier.objects.prefetch_related(Prefetch("channels", queryset=channels)).order_by(
+        "-ceiling", "name"
+    )
 
 
 # --- Provenance: what the operators' page shows ------------------------------------------------

@@ -29,12 +29,13 @@ def _channel(request: HttpRequest) -> str:
 
 
 def _key(body_key: str | None, header_key: str | None) -> str | None:
-    if body_key and header_key and body_key != header_key:
+    """The write's idempotency key; an empty one is refused (422), never read as "no key"."""
+    if body_key is not None and header_key is not None and body_key != header_key:
         raise invalid(
             "idempotency_key",
             "the Idempotency-Key header and the body's idempotency_key differ; send one of them",
         )
-    return body_key or header_key
+    return body_key if body_key is not None else header_key
 
 
 @router.post(
@@ -107,9 +108,7 @@ def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
     return Status(200, page)
 
 
-@router.api_operation(
-    ["PUT", "PATCH"], "/users/{user_id}/deposits/{deposit_id}", auth=None, response=with_errors(405)
-)
+@router.api_operation(["PUT", "PATCH"], "/users/{user_id}/deposits/{deposit_id}", response=with_errors(405))
 def refuse_update(request: HttpRequest, user_id: str, deposit_id: str):
     """Deposits are immutable: correct one by writing a deposit that contradicts it."""
     raise AtlasoError(
