@@ -29,6 +29,7 @@ from beliefs.domain.values import BeliefInputError, clean_observed_at
 from beliefs.models import HUMAN_REVIEW_CHANNEL, Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
 from deposits.bagcounts import NewDeposits, bags_add_deposits, bags_recount, search_text
+from deposits.bags import stats_of
 from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
@@ -641,7 +642,7 @@ def bag_resolve(*, user_id: str, bag_id: str, keep: Sequence[str], reason: str, 
         bag = ScopeBag.objects.select_for_update().filter(user_id=user_id, id=bag_id).first()
         if bag is None:
             raise not_found(f"no bag {bag_id!r} for user {user_id!r}")
-        if not ScopeBag.objects.filter(pk=bag.pk).in_conflict().exists():
+        if not stats_of(bag).has_disagreement:
             raise AtlasoError(
                 ALREADY_RESOLVED, "this bag is no longer in conflict: it was resolved meanwhile"
             )

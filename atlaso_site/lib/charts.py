@@ -91,8 +91,9 @@ class Plot:
 
 
 @dataclass(frozen=True, slots=True)
-class LineChart:
-    """What templates/charts/line.html draws."""
+class ChartFrame:
+    """What every chart has: its id, title and accessible description, the plot area, the axes
+    with their labels and ticks, and the message shown instead when there is too little data."""
 
     chart_id: str
     title: str
@@ -102,12 +103,18 @@ class LineChart:
     y_label: str
     x_ticks: tuple[Tick, ...] = ()
     y_ticks: tuple[Tick, ...] = ()
-    series: tuple[DrawnSeries, ...] = ()
     empty_message: str = ""
 
     @property
     def is_empty(self) -> bool:
         return bool(self.empty_message)
+
+
+@dataclass(frozen=True, slots=True)
+class LineChart(ChartFrame):
+    """What templates/charts/line.html draws."""
+
+    series: tuple[DrawnSeries, ...] = ()
 
     @property
     def has_legend(self) -> bool:
@@ -143,26 +150,13 @@ class DrawnBin:
 
 
 @dataclass(frozen=True, slots=True)
-class ReliabilityChart:
+class ReliabilityChart(ChartFrame):
     """What templates/charts/reliability.html draws: bars of observed frequency per bin, a dot
     at each bin's mean stated probability, and the diagonal a calibrated memory would follow."""
 
-    chart_id: str
-    title: str
-    description: str
-    plot: Plot
-    x_label: str
-    y_label: str
-    x_ticks: tuple[Tick, ...] = ()
-    y_ticks: tuple[Tick, ...] = ()
     bins: tuple[DrawnBin, ...] = ()
     diagonal: str = ""
-    empty_message: str = ""
     legend: tuple[str, ...] = field(default=("observed frequency", "mean stated probability", "calibrated"))
-
-    @property
-    def is_empty(self) -> bool:
-        return bool(self.empty_message)
 
 
 def linear(domain: tuple[float, float], span: tuple[float, float]) -> Callable[[float], float]:
