@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
-from ninja import Query, Router, Status
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import Query, Router, Schema, Status
 
 from atlaso_site.lib.wire import with_errors
 from beliefs.access import require, require_global_admin
@@ -33,7 +37,13 @@ def health(request: HttpRequest, user_id: str, query: Query[HealthQuery]):
 def health_history(request: HttpRequest, user_id: str, query: Query[DaysQuery]):
     """The owner's FMI snapshots over the last `days`, oldest first, and its conflict backlog now."""
     require(request, "read", user_id)
-    return Status(200, selectors.health_history(user_id=user_id, days=query.days))
+    now = timezone.now()
+    return _trend(
+        HealthHistoryOut,
+        {"user_id": user_id, "days": query.days},
+        points=selectors.points_json(user_id, query.days, now),
+        backlog=selectors.backlog(user_id=user_id, days=query.days, now=now),
+    )
 
 
 @router.get("/diagnostics", response=with_errors(**{"200": DeploymentHealthOut}))
@@ -43,7 +53,27 @@ def deployment_health(request: HttpRequest, query: Query[DaysQuery]):
     Needs an admin key confined to no prefix: it pools every owner.
     """
     require_global_admin(request)
-    return Status(200, selectors.deployment_health(days=query.days))
+    now = timezone.now()
+    return _trend(
+        DeploymentHealthOut,
+        {"current": selectors.snapshot_of(None, selectors.field_totals_pooled(now=now), now)},
+        points=selectors.points_json(None, query.days, now),
+        backlog=selectors.backlog(days=query.days, now=now),
+    )
+
+
+def _trend(schema: type[Schema], fields: dict[str, Any], *, points: str, backlog: Any) -> HttpResponse:
+    """A trend read's answer: the schema renders every field but the points, which are joined
+    from their stored wire form (Snapshot.point_json) instead of validating thousands of objects.
+
+    tests/diagnostics/test_api_history.py checks the answer against the schema's own rendering.
+    """
+    body = schema.model_validate({**fields, "points": [], "backlog": backlog}).model_dump(mode="json")
+    text = ", ".join(
+        f"{json.dumps(key)}: {points if key == 'points' else json.dumps(value)}"
+        for key, value in body.items()
+    )
+    return HttpResponse("{" + text + "}", content_type="application/json; charset=utf-8")
 
 
 @router.get("/users/{user_id}/peek", response=with_errors(**{"200": PeekOut}))

@@ -40,17 +40,20 @@ def _annotated_bags(bags: QuerySet[ScopeBag]) -> QuerySet[ScopeBag]:
 
 def _bag_aggregates() -> dict[str, Aggregate]:
     # Precision looks at every bag that is not thin evidence, whatever its sides.
+    # Counted by user_id (never null), which the owners' covering index holds, unlike id.
     multi = Q(directional__gt=THIN_MAX_DIRECTIONAL)
     return {
-        "live_bags": Count("id", filter=Q(size__gt=0)),
-        "singleton_bags": Count("id", filter=Q(size=1)),
-        "multi_bags": Count("id", filter=multi),
+        "live_bags": Count("user_id", filter=Q(size__gt=0)),
+        "singleton_bags": Count("user_id", filter=Q(size=1)),
+        "multi_bags": Count("user_id", filter=multi),
         "agreement_sum": Sum(
             Cast("dominant", FloatField()) / Cast("directional", FloatField()), filter=multi
         ),
-        "split_bags": Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
-        "resolved_bags": Count("id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)),
-        "conflict_bags": Count("id", filter=Q(directional_kinds__gte=CONFLICT_MIN_KINDS)),
+        "split_bags": Count("user_id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
+        "resolved_bags": Count(
+            "user_id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
+        ),
+        "conflict_bags": Count("user_id", filter=Q(directional_kinds__gte=CONFLICT_MIN_KINDS)),
         "deposit_count": Sum("size"),
     }
 
@@ -130,15 +133,24 @@ def field_totals_by_owner(
 
 
 def field_totals_pooled(*, window_days: int = SNAPSHOT_WINDOW_DAYS, now: datetime) -> FieldTotals:
-    """The deployment: the same formulas over every owner's rows pooled, not an average of owners."""
-    bags = _annotated_bags(ScopeBag.objects.all()).aggregate(
-        **_bag_aggregates(), owners=Count("user_id", distinct=True, filter=Q(size__gt=0))
+    """The deployment: the same formulas over every owner's rows pooled, not an average of owners.
+
+    Summed per owner first, then over owners: the rows are read in owner order from the owners'
+    covering index (PostgreSQL), and an owner with a live bag is one group, so no DISTINCT.
+    """
+    per_owner = (
+        _annotated_bags(ScopeBag.objects.all()).values("user_id").annotate(**_bag_aggregates()).order_by()
     )
+    pooled = per_owner.aggregate(
+        **{f"all_{name}": Sum(name) for name in _bag_aggregates()},
+        owners=Count("user_id", filter=Q(live_bags__gt=0)),
+    )
+    bags = {name: pooled[f"all_{name}"] for name in _bag_aggregates()}
     recalls = RecallLog.objects.filter(created_at__gt=now - timedelta(days=window_days)).aggregate(
         **_recall_aggregates()
     )
     uncertain = Belief.objects.filter(is_uncertain=True).count()
-    return _totals(bags, recalls, uncertain, owners=bags["owners"] or 0)
+    return _totals(bags, recalls, uncertain, owners=pooled["owners"] or 0)
 
 
 def health(*, user_id: str, window_days: int = 30, now: datetime | None = None) -> Diagnostics:
@@ -228,6 +240,19 @@ def _points(user_id: str | None, days: int, now: datetime) -> list[SnapshotPoint
     return [SnapshotPoint(*values) for values in window.values_list(*POINT_FIELDS)]
 
 
+def points_json(user_id: str | None, days: int, now: datetime) -> str:
+    """The same points as the wire's JSON array, joined from each snapshot's stored form.
+
+    For the API's trend reads: 90 days of 15-minute points are 8,640 objects, and the stored
+    forms join in a few milliseconds where reading and formatting the columns takes tens.
+    """
+    rows = (
+        Snapshot.objects.filter(user_id=user_id) if user_id else Snapshot.objects.filter(user_id__isnull=True)
+    )
+    window = rows.filter(taken_at__gt=now - timedelta(days=days)).order_by("taken_at", "id")
+    return "[" + ", ".join(window.values_list("point_json", flat=True)) + "]"
+
+
 @dataclass(frozen=True, slots=True)
 class HealthHistory:
     user_id: str
@@ -244,23 +269,6 @@ def health_history(*, user_id: str, days: int = 30, now: datetime | None = None)
         days=days,
         points=_points(user_id, days, now),
         backlog=backlog(user_id=user_id, days=days, now=now),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class DeploymentHealth:
-    current: Snapshot
-    points: list[SnapshotPoint]
-    backlog: Backlog
-
-
-def deployment_health(*, days: int = 30, now: datetime | None = None) -> DeploymentHealth:
-    """The deployment now (computed, not copied from the last snapshot), its trend and backlog."""
-    now = now or timezone.now()
-    return DeploymentHealth(
-        current=snapshot_of(None, field_totals_pooled(now=now), now),
-        points=_points(None, days, now),
-        backlog=backlog(days=days, now=now),
     )
 
 

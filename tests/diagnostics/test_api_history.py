@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from deposits.models import ConflictEpisode
+from diagnostics import selectors
 from diagnostics.models import Snapshot
+from diagnostics.schemas import DeploymentSnapshotOut, HealthHistoryOut
 from diagnostics.services import diagnostics_recompute
 from tests.conftest import make_client
 from tests.deposits.scenario import correct, put
@@ -109,3 +112,82 @@ def test_the_deployment_view_needs_an_unconfined_admin_key(api, db):
     answer = confined_admin.get("/diagnostics")
     assert (answer.status, answer.body["error"]["code"]) == (403, "forbidden")
     assert make_client(channel="ops2", perms=("read", "admin")).get("/diagnostics?days=400").status == 422
+
+
+# Awkward values for a JSON rendering: whole floats, tiny ones, long ones, a whole-second time.
+AWKWARD = [(0.0, 1.0, 1e-05, 0.1 + 0.2), (2 / 3, 5e-324, 1.0, 0.0), (0.5, 0.25, 0.999999999999, 1 / 7)]
+
+
+def awkward_snapshots(user_id: str | None, now) -> None:
+    """Snapshots through both ways of writing them: one at a time, and in bulk (the job's way)."""
+    first, *rest = AWKWARD
+    taken = now.replace(microsecond=0) - timedelta(days=2)
+    snapshot(user_id, taken).delete()
+    Snapshot.objects.create(
+        user_id=user_id, taken_at=taken, window_days=30, fmi=0, coverage=first[0], precision=first[1],
+        resolution=first[2], density=first[3], deposit_count=0, bag_count=0, conflict_bag_count=0,
+        uncertain_belief_count=0, recall_count=0, owner_count=None if user_id else 0,
+    )  # fmt: skip
+    Snapshot.objects.bulk_create(
+        Snapshot(
+            user_id=user_id, taken_at=now - timedelta(hours=i + 1), window_days=30, fmi=100 - i,
+            coverage=c, precision=p, resolution=r, density=d, deposit_count=2**31 - 1, bag_count=i,
+            conflict_bag_count=i, uncertain_belief_count=i, recall_count=10**6,
+            owner_count=None if user_id else 10_000,
+        )
+        for i, (c, p, r, d) in enumerate(rest)
+    )  # fmt: skip
+
+
+def rendered(value) -> str:
+    """A JSON value as text with sorted keys: equal texts mean equal values of equal types."""
+    return json.dumps(value, sort_keys=True)
+
+
+def test_history_points_are_exactly_what_the_schema_renders(api):
+    now = timezone.now()
+    awkward_snapshots("alice", now)
+    body = api.get("/users/alice/health/history?days=7").body
+    expected = HealthHistoryOut.model_validate(
+        selectors.health_history(user_id="alice", days=7, now=timezone.now())
+    ).model_dump(mode="json")
+    assert len(body["points"]) == 3
+    assert rendered(body) == rendered(expected)
+
+
+def test_deployment_points_and_current_are_exactly_what_the_schema_renders(admin):
+    put("positive", "alpha holds", user="alice")
+    now = timezone.now()
+    awkward_snapshots(None, now)
+    body = admin.get("/diagnostics?days=7").body
+    window = Snapshot.objects.filter(user_id__isnull=True, taken_at__gt=now - timedelta(days=7))
+    expected_points = [
+        DeploymentSnapshotOut.model_validate(s).model_dump(mode="json")
+        for s in window.order_by("taken_at", "id")
+    ]
+    assert len(expected_points) == 3
+    assert rendered(body["points"]) == rendered(expected_points)
+    current = selectors.snapshot_of(None, selectors.field_totals_pooled(now=now), now)
+    expected_current = DeploymentSnapshotOut.model_validate(current).model_dump(mode="json")
+    del body["current"]["taken_at"], expected_current["taken_at"]
+    assert rendered(body["current"]) == rendered(expected_current)
+    assert body["current"]["deposit_count"] == 1
+
+
+def test_the_pooled_deployment_sums_what_each_owner_counts(db):
+    """Pooled per owner, then over owners: the same totals as adding each owner's up."""
+    put("positive", "alpha holds", user="alice")
+    put("negative", "alpha fails", user="alice")
+    put("positive", "bravo holds", {"model": "m", "env": "b"}, user="alice")
+    put("cautionary", "bravo is slow", {"model": "m", "env": "b"}, user="bob")
+    put("positive", "bravo holds", {"model": "m", "env": "b"}, user="bob")
+    put("open", "charlie?", {"model": "m", "env": "c"}, user="carol")
+    now = timezone.now()
+    owners = selectors.field_totals_by_owner(["alice", "bob", "carol"], now=now)
+    pooled = selectors.field_totals_pooled(now=now)
+    assert pooled.owner_count == 3
+    for name in ("live_bags", "singleton_bags", "multi_bags", "split_bags", "resolved_bags"):
+        assert getattr(pooled.counts, name) == sum(getattr(t.counts, name) for t in owners.values()), name
+    assert pooled.counts.agreement_sum == pytest.approx(sum(t.counts.agreement_sum for t in owners.values()))
+    assert pooled.deposit_count == 6
+    assert pooled.conflict_bag_count == 2
