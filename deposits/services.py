@@ -638,7 +638,18 @@ def bag_resolve(*, user_id: str, bag_id: str, keep: Sequence[str], reason: str, 
     validate_user_id(user_id)
     reason = validate_reason(reason)
     with transaction.atomic():
-        # The bag row first: two reviewers resolving one bag run one after the other.
+        # Every write takes deposit locks before bag rows (see _lock_targets): the bag's live
+        # directional deposits first, in id order, so an agent correcting one of them meanwhile
+        # waits for this resolution (or it for the agent) and never deadlocks with it. Then the
+        # bag row: two reviewers resolving one bag run one after the other.
+        list(
+            Deposit.objects.filter(user_id=user_id, bag_id=bag_id)
+            .live()
+            .directional()
+            .select_for_update(no_key=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         bag = ScopeBag.objects.select_for_update().filter(user_id=user_id, id=bag_id).first()
         if bag is None:
             raise not_found(f"no bag {bag_id!r} for user {user_id!r}")

@@ -12,7 +12,7 @@ from deposits.bags import conflict_queue
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.selectors import deposit_detail
 from deposits.services import bag_resolve
-from tests.deposits.scenario import NARROW, put
+from tests.deposits.scenario import NARROW, correct, put
 
 pytestmark = pytest.mark.django_db
 
@@ -117,3 +117,49 @@ def test_the_queue_lists_open_conflicts_oldest_first_with_a_preview(django_asser
         item.bag.bag_id for item in conflict_queue(owner_prefix="tenant-x:", limit=2, offset=2).items
     ] == bags[2:]
     assert conflict_queue().total == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_correcting_a_claim_while_a_reviewer_resolves_its_bag_never_deadlocks(
+    on_postgres, monkeypatch
+):
+    """The reviewer's resolution is paused right after it looked at the bag; meanwhile an agent
+    corrects one of the bag's claims. Both must end with an answer, not a deadlock (a 503)."""
+    from deposits import services
+
+    bag_id, a, _, c = split_bag()
+    inside, failures = threading.Event(), []
+    looked = services.stats_of
+
+    def slow_look(bag):  # the reviewer holds what it has locked so far, and waits
+        inside.set()
+        threading.Event().wait(1.0)
+        return looked(bag)
+
+    monkeypatch.setattr(services, "stats_of", slow_look)
+
+    def run(task) -> None:
+        try:
+            task()
+        except AtlasoError:
+            pass  # a refusal is an answer
+        except Exception as error:  # a deadlock surfaces as a database error
+            failures.append(repr(error))
+        finally:
+            connection.close()
+
+    reviewer = threading.Thread(
+        target=run,
+        args=(
+            lambda: bag_resolve(user_id="alice", bag_id=bag_id, keep=[a], reason="it holds", reviewer="rita"),
+        ),
+    )
+    agent = threading.Thread(
+        target=run, args=(lambda: inside.wait(10) and correct([c], "it holds, says the agent"),)
+    )
+    reviewer.start()
+    agent.start()
+    reviewer.join(30)
+    agent.join(30)
+    assert failures == []
+    assert Deposit.objects.filter(channel="human_review").count() == 1
