@@ -158,6 +158,8 @@ class CalibrationOutcome(models.Model):
     # Tier of the latest effective observation of the top value: whose word the number rested on.
     tier = models.CharField(max_length=64, null=True)
     verdict_before = models.JSONField()
+    # The reviewer's login (null for an outcome recorded before reviewers were named).
+    confirmed_by = models.CharField(max_length=150, null=True)
     created_at = models.DateTimeField()
 
     class Meta:

@@ -524,12 +524,13 @@ def _tier_behind(user_id: str, key: str, value: str) -> str | None:
 
 
 def belief_confirm(
-    *, user_id: str, key: str, value: str, now: datetime | None = None
+    *, user_id: str, key: str, value: str, reviewer: str | None = None, now: datetime | None = None
 ) -> tuple[RecordedObservation, CalibrationOutcome]:
     """A reviewer confirms the true value: a trusted human_review observation, and an outcome.
 
     The outcome keeps the verdict just before, so calibration scores what the memory said
-    when it did not yet know.
+    when it did not yet know. Both name the reviewer (the dashboard's login), so the revision
+    log says whose word moved the belief.
     """
     now = now or timezone.now()
     key = clean_belief_key(key)
@@ -541,7 +542,13 @@ def belief_confirm(
         top_value, top_probability = before.distribution[0] if before.distribution else (None, 0.0)
         tier = None if top_value is None else _tier_behind(user_id, key, top_value)
         recorded = observation_record(
-            user_id=user_id, key=key, value=display, channel=channel, content_confidence=1.0, now=now
+            user_id=user_id,
+            key=key,
+            value=display,
+            channel=channel,
+            content_confidence=1.0,
+            source_id=None if reviewer is None else f"confirmed by {reviewer}",
+            now=now,
         )
         outcome = CalibrationOutcome.objects.create(
             user_id=user_id,
@@ -552,6 +559,7 @@ def belief_confirm(
             correct=top_value is not None and normalize_value(top_value) == normalize_value(display),
             tier=tier,
             verdict_before=before.to_json(),
+            confirmed_by=reviewer,
             created_at=now,
         )
     return recorded, outcome

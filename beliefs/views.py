@@ -170,7 +170,12 @@ def _confirm(request: HttpRequest, user_id: str, key: str, verdict: Verdict) -> 
     form = ConfirmForm(request.POST)
     if form.is_valid():
         try:
-            recorded, outcome = belief_confirm(user_id=user_id, key=key, value=form.cleaned_data["value"])
+            recorded, outcome = belief_confirm(
+                user_id=user_id,
+                key=key,
+                value=form.cleaned_data["value"],
+                reviewer=request.user.get_username(),
+            )
         except AtlasoError as error:
             form.add_error("value", error.message)
         else:

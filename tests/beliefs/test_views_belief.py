@@ -137,11 +137,13 @@ def test_confirming_writes_a_human_review_observation_and_an_outcome_and_moves_t
     revision = BeliefRevision.objects.filter(belief_key="coffee_ratio").latest("id")
     assert (revision.channel, revision.value, revision.effective) == ("human_review", "5 oz per tbsp", True)
     outcome = CalibrationOutcome.objects.get()
-    assert (outcome.user_id, outcome.belief_key, outcome.confirmed_value) == (
+    assert (outcome.user_id, outcome.belief_key, outcome.confirmed_value, outcome.confirmed_by) == (
         "alice",
         "coffee_ratio",
         "5 oz per tbsp",
+        "rita",
     )
+    assert revision.source_id == "confirmed by rita"
     assert (outcome.top_value, outcome.top_probability, outcome.correct) == (
         "4 oz per tbsp",
         pytest.approx(0.7),
@@ -153,6 +155,7 @@ def test_confirming_writes_a_human_review_observation_and_an_outcome_and_moves_t
     assert "Confirmed “5 oz per tbsp”. The memory now asserts “5 oz per tbsp” at 99.0%." in after
     assert "before, its top value was “4 oz per tbsp” at 70.0%, which was wrong." in after
     assert '<p class="fact">5 oz per tbsp</p>' in after
+    assert ">confirmed by rita</span>" in after  # whose word it was, in the revision log
     assert "Confirmed “5 oz per tbsp”" not in reviewer.get(PAGE).content.decode()  # shown once
 
 
