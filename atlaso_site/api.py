@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError
+import psycopg
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
-from atlaso_site.lib.errors import AtlasoError
+from atlaso_site.lib.errors import PAYLOAD_TOO_LARGE, UNAVAILABLE, AtlasoError, invalid
+from atlaso_site.lib.text import first_unstorable
 from beliefs.access import ApiKeyAuth
 from beliefs.api import router as beliefs_router
+from deposits.api import add_deposits_bulk
 from deposits.api import router as deposits_router
 from deposits.api_recall import router as recall_router
 from deposits.domain.types import ENUMS
@@ -22,6 +29,33 @@ from diagnostics.api_jobs import router as jobs_router
 
 logger = logging.getLogger(__name__)
 
+# Operations whose body holds a list of items judged one by one: a NUL or a lone surrogate in
+# one item fails that item (the deposit validation reports it in the bulk's `failed`), not the
+# whole request. Keyed by the operation's URL name (its function's name), valued by the list.
+PER_ITEM_BODIES = {add_deposits_bulk.__name__: "items"}
+
+
+class TextCheckingParser(Parser):
+    """Decodes a JSON body once and refuses a string no database can store, naming its field.
+
+    It runs after authentication, when the operation reads its body; reading it first compares
+    Content-Length with `DATA_UPLOAD_MAX_MEMORY_SIZE` (RequestDataTooBig, answered 413), so a
+    body too large is never read.
+    """
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        data = json.loads(request.body)
+        match = request.resolver_match
+        per_item = PER_ITEM_BODIES.get(match.url_name if match else "")
+        found = first_unstorable(data, skip=frozenset({per_item} if per_item else ()))
+        if found is not None:
+            field, problem = found
+            # ninja turns any parse error into HttpError(400) raised from it: on_http_error
+            # renders this error, the cause, instead.
+            raise invalid(field, f"{field} holds {problem}")
+        return data
+
+
 api = NinjaAPI(
     title="Atlaso API",
     version="1",
@@ -29,6 +63,7 @@ api = NinjaAPI(
     "and provenance-weighted beliefs. Authenticate with `Authorization: Bearer <api key>`.",
     auth=ApiKeyAuth(),
     urls_namespace="api-v1",
+    parser=TextCheckingParser(),
 )
 api.add_router("", deposits_router)
 api.add_router("", recall_router)
@@ -48,6 +83,7 @@ ERROR_STATUS: dict[str, int] = {
     "unauthorized": 401,
     "forbidden": 403,
     "unavailable": 503,
+    "payload_too_large": 413,
     "internal_error": 500,
 }
 
@@ -110,6 +146,9 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, AtlasoError):
+        # The body parser's own refusal (TextCheckingParser), wrapped by the framework.
+        return render(request, exc.__cause__)
     if exc.status_code == 400:
         # The only 400 the framework raises itself: a body that is not JSON.
         error = AtlasoError("validation_error", "the request body is not valid JSON", field="body")
@@ -127,11 +166,30 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return render(request, AtlasoError("not_found", "no such resource"))
 
 
+@api.exception_handler(RequestDataTooBig)
+def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return render(
+        request,
+        AtlasoError(
+            PAYLOAD_TOO_LARGE,
+            f"the request body is larger than the limit of {limit} bytes; split it (a bulk into "
+            "several smaller bulks: their idempotency keys make that safe)",
+            limit=limit,
+        ),
+    )
+
+
+# A lost or refused connection, whichever layer raises it: Django's wrappers, or the driver's
+# own errors from code that talks to it directly (psycopg's OperationalError covers
+# AdminShutdown and the pool's PoolTimeout).
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
-def on_database_down(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+@api.exception_handler(psycopg.OperationalError)
+@api.exception_handler(psycopg.InterfaceError)
+def on_database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.warning("database unavailable: %s", exc)
-    response = render(request, AtlasoError("unavailable", "the database is unavailable; retry later"))
+    response = render(request, AtlasoError(UNAVAILABLE, "the database is unavailable; retry later"))
     response["Retry-After"] = "5"
     return response
 

@@ -56,9 +56,12 @@ def insert_rows(
     if connection.vendor == "postgresql":
         # Django's cursors bind on the client, quoting every array element in Python; a plain
         # psycopg cursor on the same connection (same transaction) sends the arrays bound and
-        # in binary instead.
+        # in binary instead. Django's error wrapper still applies: psycopg's errors become
+        # Django's (a lost connection is an OperationalError, answered 503, and the connection
+        # is marked for closing so the next request opens a new one; a refused row is an
+        # IntegrityError, which the bulk write retries item by item).
         connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(sql, params, binary=True)
             return cursor.fetchall() if returning else []
     with connection.cursor() as cursor:

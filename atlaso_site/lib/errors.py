@@ -16,6 +16,8 @@ IMMUTABLE = "immutable"
 NOT_FOUND = "not_found"
 FORBIDDEN = "forbidden"
 CONFLICT = "conflict"
+UNAVAILABLE = "unavailable"
+PAYLOAD_TOO_LARGE = "payload_too_large"
 
 
 class AtlasoError(Exception):

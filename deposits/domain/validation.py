@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.text import first_unstorable, unstorable
 from atlaso_site.lib.users import USER_ID_RULE, is_user_id
 from beliefs.domain.values import (
     BeliefInputError,
@@ -138,8 +139,19 @@ def validate_content(value: Any, field: str = "content") -> str:
     return content
 
 
+def refuse_unstorable(data: Mapping[str, Any]) -> None:
+    """Raise for the first string among `data`'s fields (nested ones too) that no database can
+    store: a NUL or a lone surrogate. A bulk reports it as that item's failure."""
+    found = first_unstorable(data)
+    if found is not None:
+        field, problem = found
+        raise DepositValidationError(field, f"{field} holds {problem}")
+
+
 def validate_reason(value: Any) -> str:
     """A contradiction's reason: required, 1..2000 characters once stripped."""
+    if isinstance(value, str) and (problem := unstorable(value)) is not None:
+        raise DepositValidationError("reason", f"reason holds {problem}")
     if not isinstance(value, str) or not value.strip():
         raise DepositValidationError(
             "reason",
@@ -250,6 +262,7 @@ def validate_belief(value: Any) -> BeliefClaim | None:
 
 def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
     """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks."""
+    refuse_unstorable(data)
     contradicts = _string_list("contradicts", data.get("contradicts"), max_items=MAX_CONTRADICTS, max_len=64)
     return DepositDraft(
         user_id=validate_user_id(user_id),

@@ -1,0 +1,56 @@
+"""Text that a database can store: no NUL, no lone surrogate. One rule wherever text enters.
+
+PostgreSQL refuses NUL in text, and neither database can encode a lone surrogate (half of a
+UTF-16 pair, such as the JSON escape "\\ud800" alone) as UTF-8; either would fail the write
+with a driver error. So the API edge and the domain validation both ask this module first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(text: str) -> str | None:
+    """What makes `text` unstorable, as words for a message, or None when it can be stored."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "a NUL character (\\u0000), which cannot be stored; remove it"
+    return (
+        f"a lone surrogate (\\u{ord(found.group()):04x}), half of a UTF-16 pair, which is not text "
+        "and cannot be stored; send whole characters (UTF-8, or a \\uXXXX pair for one beyond U+FFFF)"
+    )
+
+
+def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """The dotted path (`scope.env`, `tags.1`) and problem of the first unstorable string in a
+    decoded JSON value, object keys included; None when every string can be stored.
+
+    `skip` names top-level keys left to a later, finer check. Iterative: a deeply nested body
+    must not exhaust the stack.
+    """
+    stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            problem = unstorable(node)
+            if problem is not None:
+                return ".".join(path) or "body", problem
+        elif isinstance(node, Mapping):
+            children = []
+            for key, child in node.items():
+                if not path and key in skip:
+                    continue
+                problem = unstorable(key) if isinstance(key, str) else None
+                if problem is not None:
+                    return ".".join(path) or "body", f"a field name with {problem}"
+                children.append(((*path, str(key)), child))
+            stack.extend(reversed(children))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed([((*path, str(index)), child) for index, child in enumerate(node)]))
+    return None
