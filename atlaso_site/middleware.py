@@ -31,6 +31,8 @@ _NOT_UTF8 = (
 # UTF-8 (repercent_broken_unicode), so such a byte shows as %80..%FF in the decoded path. No
 # path parameter of the API may hold "%", so this refuses nothing valid.
 _REPERCENTED = re.compile("%[89A-F][0-9A-F]")
+# The body a page's form may send (Django's default limit); the API has its own, larger one.
+PAGE_MAX_BODY = 2_621_440
 _CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
 
 
@@ -46,6 +48,14 @@ class ApiErrorEnvelopeMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not request.path.startswith(API_PREFIX):
+            if _content_length(request) > PAGE_MAX_BODY:
+                # The 48 MiB limit is for the API's bulks; no dashboard or login form comes near
+                # 2.5 MB, so an anonymous client cannot make a page read 48 MiB into memory.
+                return HttpResponse(
+                    f"The request body is larger than {PAGE_MAX_BODY:,} bytes.",
+                    status=413,
+                    content_type="text/plain; charset=utf-8",
+                )
             return self.get_response(request)
         refusal = _refused_line(request)
         if refusal is not None:
@@ -67,6 +77,13 @@ class ApiErrorEnvelopeMiddleware:
                 answer["Allow"] = response["Allow"]
             return answer
         return response
+
+
+def _content_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _wire_bytes(text: str) -> bytes:

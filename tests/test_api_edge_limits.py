@@ -102,3 +102,14 @@ def test_a_query_string_at_the_limit_is_answered(api):
 def test_more_query_parameters_than_django_reads_is_a_422_not_a_500(api):
     answer = api.get("/users/alice/recall?q=x" + "&a" * settings.DATA_UPLOAD_MAX_NUMBER_FIELDS)
     assert (answer.status, answer.body["error"]["field"]) == (422, "query")
+
+
+def test_a_page_refuses_a_body_over_2_5_mb_before_reading_it(client):
+    """The API's 48 MiB is for its bulks; an anonymous login form gets Django's 2.5 MB."""
+    answer = client.post(
+        "/accounts/login/",
+        data=b"username=x&password=" + b"y" * 2_621_441,
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert answer.status_code == 413
+    assert client.get("/accounts/login/").status_code == 200
