@@ -273,6 +273,15 @@ CELERY_TIMEZONE = "UTC"
 # message is acknowledged only when it ends (acks_late on diagnostics.tasks.run_job).
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
+# Job runs (atlaso_site.lib.jobs): a running run whose progress has not moved this long is
+# reported `lost` and queued again by the sweep; a queued run no worker took this long is
+# reported `stalled` and its message sent again. Progress is written every 1-2 s, so a few
+# seconds is the least that does not take a live run from its worker.
+JOB_LOST_AFTER_SECONDS = env_int("JOB_LOST_AFTER_SECONDS", 600, low=5, high=7 * 86400)
+JOB_STALLED_AFTER_SECONDS = env_int("JOB_STALLED_AFTER_SECONDS", 600, low=5, high=7 * 86400)
+# How often beat sweeps the runs (and every worker once as it starts): see job_sweep.
+JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, low=1, high=3600)
+
 # Beliefs (see docs/BELIEFS.md).
 BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float("BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0)
 BELIEF_HEDGE_FLOOR = env_bool("BELIEF_HEDGE_FLOOR", True)
@@ -300,6 +309,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "diagnostics.tasks.run_scheduled_job",
         "schedule": 86400.0,
         "args": ("verify_beliefs",),
+    },
+    # The job-run rows are the truth: runs the broker refused or whose worker died are sent again.
+    # A sweep not taken before the next is due is dropped: it would only repeat that one.
+    "sweep-job-runs": {
+        "task": "diagnostics.tasks.sweep_job_runs",
+        "schedule": float(JOB_SWEEP_SECONDS),
+        "options": {"expires": float(JOB_SWEEP_SECONDS)},
     },
 }
 

@@ -1,16 +1,24 @@
-"""Thin Celery tasks over the runner (`diagnostics.jobs`): a recorded run, and beat's ticks."""
+"""Thin Celery tasks over the runner (`diagnostics.jobs`): a recorded run, beat's ticks, the sweep."""
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from atlaso_site.lib.jobs.models import Trigger
+from atlaso_site.lib.jobs.services import job_sweep
 from diagnostics import jobs
+
+logger = logging.getLogger(__name__)
 
 
 # acks_late: the message is acknowledged when the run ends, so a worker killed mid-run leaves
-# it to be delivered again (reject_on_worker_lost: at once, when a pool child dies); the claim
-# makes that second delivery do nothing, and the first run is reported lost.
+# it to be delivered again (reject_on_worker_lost: at once, when a pool child dies). A second
+# delivery takes the run only once it is lost; until then the sweep, not the broker, is what
+# sends a dead worker's run again (the broker may hold its message for an hour, or lose it).
 @shared_task(name="diagnostics.tasks.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(run_id: str) -> str | None:
     run = jobs.job_execute(run_id)
@@ -21,6 +29,28 @@ def run_job(run_id: str) -> str | None:
 def run_scheduled_job(name: str) -> str:
     """Beat's tick: record a run with trigger `beat` and run it in this worker."""
     return jobs.job_run_now(name=name, trigger=Trigger.BEAT).status
+
+
+@shared_task(name="diagnostics.tasks.sweep_job_runs")
+def sweep_job_runs() -> list[str]:
+    """Send again the runs the broker refused or whose worker died (beat, and each worker's start)."""
+    sent = job_sweep()
+    if sent:
+        logger.info("sweep sent %d job run(s) again: %s", len(sent), ", ".join(sent))
+    return sent
+
+
+@worker_ready.connect
+def sweep_when_a_worker_starts(sender: Any = None, **kwargs: Any) -> None:
+    """A worker that starts (after a crash, say) sweeps once rather than wait for beat's next tick.
+
+    Sent through the broker, so the sweep runs in a pool process like any task, not in the
+    worker's main process, which forks the pool and must hold no database connection.
+    """
+    try:
+        sweep_job_runs.delay()
+    except Exception as error:  # the broker is gone again: beat's next sweep will do
+        logger.warning("could not queue the start-up sweep: %s", error)
 
 
 def dispatch(run_id: str) -> None:

@@ -1,21 +1,36 @@
-"""Job runs: recorded one way, claimed once, kept current while they run, reported lost or stalled."""
+"""Job runs: recorded one way, claimed once, kept current while they run, reported lost or
+stalled, and sent again by the sweep until they finish."""
 
 from __future__ import annotations
 
 import itertools
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.conf import settings as django_settings
 from django.db import connections, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerDown
 
 from atlaso_site.lib.jobs import JobSkipped
-from atlaso_site.lib.jobs.models import LOST, REPORTED_STATUSES, STALE_AFTER, STALLED, JobRun
-from atlaso_site.lib.jobs.services import JobRecorder, job_claim, job_enqueue, job_record, set_dispatcher
+from atlaso_site.lib.jobs.models import LOST, REPORTED_STATUSES, STALLED, JobRun, lost_after, stalled_after
+from atlaso_site.lib.jobs.services import (
+    SEND_GRACE,
+    JobRecorder,
+    job_claim,
+    job_enqueue,
+    job_record,
+    job_send,
+    job_sweep,
+    set_dispatcher,
+)
+from beliefs.services import beliefs_verify
 from deposits.models import IdempotencyEntry
 from diagnostics import jobs
 from diagnostics.tasks import dispatch, run_scheduled_job
+from tests.beliefs.helpers import OLD, observe, verdict
+from tests.conftest import make_client
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +165,9 @@ def test_a_running_run_without_progress_for_ten_minutes_is_lost_and_a_queued_one
 
 def test_the_status_filter_and_the_reported_status_are_one_rule():
     now = timezone.now()
-    ages = (None, STALE_AFTER - timedelta(seconds=1), STALE_AFTER + timedelta(seconds=1))
+    # Both thresholds default to ten minutes (set apart in test_the_lost_and_stalled_thresholds_are_settings).
+    assert lost_after() == stalled_after() == timedelta(minutes=10)
+    ages = (None, lost_after() - timedelta(seconds=1), lost_after() + timedelta(seconds=1))
     runs = []
     for status, queued_age, heartbeat_age in itertools.product(
         ("queued", "running", "succeeded", "failed", "skipped"), ages[1:], ages
@@ -186,11 +203,11 @@ def test_beat_records_a_run_with_trigger_beat_and_runs_it():
     assert not IdempotencyEntry.objects.exists()
 
 
-def test_beat_runs_the_three_periodic_jobs_through_the_runner():
-    schedule = {
-        entry["args"][0]: (entry["task"], entry["schedule"])
-        for entry in django_settings.CELERY_BEAT_SCHEDULE.values()
-    }
+def test_beat_runs_the_three_periodic_jobs_through_the_runner_and_sweeps_every_minute():
+    entries = dict(django_settings.CELERY_BEAT_SCHEDULE)
+    sweep = entries.pop("sweep-job-runs")
+    assert (sweep["task"], sweep["schedule"]) == ("diagnostics.tasks.sweep_job_runs", 60.0)
+    schedule = {entry["args"][0]: (entry["task"], entry["schedule"]) for entry in entries.values()}
     assert schedule == {
         "recompute_diagnostics": (
             "diagnostics.tasks.run_scheduled_job",
@@ -236,3 +253,144 @@ def test_progress_made_inside_a_jobs_own_transaction_is_seen_by_other_connection
     assert seen == [(5, 5)]
     # The second connection is closed and forgotten with the run.
     assert not hasattr(connections._connections, f"job-progress-{run.pk}")
+
+
+def refused(run_id: str) -> None:
+    """A dispatcher whose broker is down, as kombu reports it."""
+    raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+
+def test_a_tier_change_with_the_broker_down_answers_200_and_the_sweep_sends_its_rebuild(
+    settings, django_capture_on_commit_callbacks
+):
+    agent = make_client()
+    admin = make_client(channel="ops", tier="untrusted", perms=("read", "admin"))
+    observe(agent, OLD)
+    with (
+        mock.patch("diagnostics.tasks.run_job.delay", side_effect=refused) as delay,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        answer = admin.call("PUT", "/tiers/agent_own", {"ceiling": 0.4})
+    assert delay.call_count == 1
+    # Committed: the answer says so, and names the run that will apply it.
+    assert answer.status == 200, answer.body
+    rebuild = answer.body["rebuild"]
+    assert (rebuild["status"], rebuild["total"], rebuild["done"]) == ("queued", 1, 0)
+    run = JobRun.objects.get(pk=rebuild["id"])
+    assert (run.status, run.sent_at) == ("queued", None)
+    assert verdict(agent)["fact"] == OLD  # not rebuilt yet
+
+    # The broker is back: the next sweep sends the run, and the worker's delivery finishes it.
+    sent: list[str] = []
+    set_dispatcher(sent.append)
+    try:
+        assert job_sweep(now=timezone.now() + SEND_GRACE + timedelta(seconds=1)) == [rebuild["id"]]
+    finally:
+        set_dispatcher(dispatch)
+    assert sent == [rebuild["id"]]
+    assert JobRun.objects.get(pk=rebuild["id"]).sent_at is not None
+    finished = jobs.job_execute(sent[0])
+    assert (str(finished.pk), finished.status, finished.attempts) == (rebuild["id"], "succeeded", 1)
+    assert verdict(agent)["fact"] is None  # agent_own at 0.4 is below the pivot
+    assert beliefs_verify()["mismatched"] == 0
+
+
+def test_a_run_the_broker_refused_is_sent_by_the_sweep_once_the_grace_has_passed(
+    sent, django_capture_on_commit_callbacks
+):
+    set_dispatcher(refused)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        run = job_enqueue(name="verify_beliefs", trigger="api")
+    assert job_send(run.pk) is False  # logged, never raised into the caller
+    set_dispatcher(sent.append)
+    now = timezone.now()
+    assert job_sweep(now=now) == []  # within the grace: the send after the commit may still be under way
+    assert job_sweep(now=now + SEND_GRACE + timedelta(seconds=1)) == [str(run.pk)]
+    # Sent now: not again at the next sweep, only once it has waited the stalled period.
+    assert job_sweep(now=now + SEND_GRACE + timedelta(seconds=2)) == []
+    assert job_sweep(now=now + stalled_after() + timedelta(minutes=1)) == [str(run.pk)]
+    assert sent == [str(run.pk)] * 2
+
+
+def test_the_sweep_leaves_alone_runs_that_are_moving_or_ended_and_runs_run_here(sent):
+    long_ago = timezone.now() - timedelta(days=1)
+    moving = job_record(name="verify_beliefs", trigger="api")
+    job_claim(moving.pk)
+    ended = job_record(name="verify_beliefs", trigger="api")
+    job_claim(ended.pk).succeed({})
+    JobRun.objects.filter(pk=ended.pk).update(queued_at=long_ago, started_at=long_ago, heartbeat_at=long_ago)
+    # A command's run, claimed as soon as it is recorded, never goes to a worker.
+    jobs.job_run_now(name="expire_idempotency_keys", trigger="command")
+    assert job_sweep(now=timezone.now() + SEND_GRACE + timedelta(seconds=1)) == []
+    assert sent == []
+
+
+def test_a_run_whose_worker_died_is_queued_again_by_the_sweep_and_finishes_with_the_same_id(sent):
+    run = job_record(name="verify_beliefs", trigger="api")
+    first = job_claim(run.pk)
+    first.progress(0, 10)
+    first.progress(10, 10)  # then the worker was killed, before the run ended
+    assert job_sweep() == []  # still moving, as far as anyone can tell
+    stopped = timezone.now() - lost_after() - timedelta(seconds=1)
+    JobRun.objects.filter(pk=run.pk).update(heartbeat_at=stopped)
+    assert JobRun.objects.get(pk=run.pk).reported_status == LOST
+
+    assert job_sweep() == [str(run.pk)]
+    assert sent == [str(run.pk)]
+    again = JobRun.objects.get(pk=run.pk)
+    # Queued again, waiting from now (not stalled at once), its progress back to zero.
+    assert (again.reported_status, again.done, again.total, again.started_at) == ("queued", 0, 10, None)
+    assert again.attempts == 1
+
+    finished = jobs.job_execute(sent[0])
+    assert (finished.pk, finished.status, finished.attempts) == (run.pk, "succeeded", 2)
+    assert finished.counts == {"checked": 0, "mismatched": 0, "mismatches": []}
+    assert jobs.job_execute(sent[0]) is None  # the dead worker's message, if it ever comes back
+
+
+def test_a_queued_again_run_that_no_worker_takes_is_reported_stalled_from_when_it_was_queued_again(sent):
+    run = job_record(name="verify_beliefs", trigger="api")
+    job_claim(run.pk)
+    JobRun.objects.filter(pk=run.pk).update(
+        queued_at=timezone.now() - timedelta(hours=2), heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    job_sweep()
+    requeued = JobRun.objects.get(pk=run.pk)
+    assert requeued.reported_status == "queued"
+    assert requeued.reported_status_at(timezone.now() + stalled_after() + timedelta(seconds=1)) == STALLED
+
+
+def test_a_delivery_takes_a_lost_run_but_not_one_still_moving_elsewhere():
+    run = job_record(name="verify_beliefs", trigger="api")
+    first = job_claim(run.pk)
+    first.progress(1, 4)
+    assert job_claim(run.pk) is None  # a redelivery while it moves does nothing
+    JobRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - lost_after() - timedelta(seconds=1))
+    second = job_claim(run.pk)
+    assert second is not None and second.run.attempts == 2
+    assert job_claim(run.pk) is None  # and only one delivery takes it
+
+
+def test_a_first_attempt_that_was_only_slow_writes_nothing_over_the_one_that_took_its_run():
+    run = job_record(name="verify_beliefs", trigger="api")
+    slow = job_claim(run.pk)
+    JobRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - lost_after() - timedelta(seconds=1))
+    taken = job_claim(run.pk)
+    taken.progress(2, 8)
+    slow.progress(7, 7)
+    slow.fail("RuntimeError: gave up")
+    stored = JobRun.objects.get(pk=run.pk)
+    assert (stored.status, stored.done, stored.total, stored.error) == ("running", 2, 8, None)
+    assert taken.succeed({"checked": 8}).status == "succeeded"
+    assert JobRun.objects.get(pk=run.pk).status == "succeeded"
+
+
+def test_the_lost_and_stalled_thresholds_are_settings(settings, sent):
+    settings.JOB_LOST_AFTER_SECONDS = 30
+    settings.JOB_STALLED_AFTER_SECONDS = 120
+    run = job_record(name="verify_beliefs", trigger="api")
+    job_claim(run.pk)
+    now = timezone.now()
+    assert JobRun.objects.get(pk=run.pk).reported_status_at(now + timedelta(seconds=31)) == LOST
+    assert job_sweep(now=now + timedelta(seconds=31)) == [str(run.pk)]
+    assert JobRun.objects.get(pk=run.pk).reported_status_at(now + timedelta(seconds=152)) == STALLED

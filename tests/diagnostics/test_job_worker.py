@@ -1,4 +1,5 @@
-"""Job runs through a real Celery worker and a real Redis broker: a run ends, a killed one is lost."""
+"""Job runs through a real Celery worker and a real Redis broker: a run ends; a killed one is
+lost until the sweep sends it again, and then it ends."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.lib.jobs.services import job_record, job_sweep
 from beliefs.models import Belief
 from tests.beliefs.helpers import OLD, observe
 from tests.celery_worker import celery_worker, pool_children, wait_until
@@ -66,7 +68,17 @@ def test_recompute_diagnostics_started_through_the_api_snapshots_every_owner_on_
     assert history["points"][0]["deposit_count"] == 1
 
 
-def test_a_worker_killed_mid_run_leaves_the_run_lost_and_the_next_run_proceeds(settings):
+def test_a_worker_that_starts_sends_a_run_the_broker_refused_before_it(settings):
+    # Recorded a minute ago and never handed to the broker (it was down); no beat runs here.
+    run = job_record(name="expire_idempotency_keys", trigger="api")
+    JobRun.objects.filter(pk=run.pk).update(queued_at=timezone.now() - timedelta(minutes=1))
+    admin = make_client(channel="ops", perms=("read", "admin"))
+    with celery_worker(settings) as worker:
+        finished = wait_until(lambda: admin.get(f"/jobs/{run.pk}").body, ended, worker=worker)
+    assert (finished["status"], finished["counts"]) == ("succeeded", {"deleted": 0})
+
+
+def test_a_worker_killed_mid_run_is_lost_until_the_sweep_sends_it_again_and_the_same_run_ends(settings):
     # Enough beliefs that verifying them takes well over the second before progress shows.
     now = timezone.now()
     Belief.objects.bulk_create(
@@ -83,7 +95,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_lost_and_the_next_run_proceeds(s
         os.kill(child, signal.SIGKILL)
 
         # The message is handed out again (acks_late, reject_on_worker_lost) to a new pool
-        # process, which finds the run taken and leaves it: nothing moves any more.
+        # process, which finds the run still moving as far as it can tell and leaves it.
         time.sleep(3)
         frozen = admin.get(path).body
         time.sleep(2)
@@ -104,3 +116,12 @@ def test_a_worker_killed_mid_run_leaves_the_run_lost_and_the_next_run_proceeds(s
         after = wait_until(lambda: admin.get(f"/jobs/{nxt['id']}").body, ended, worker=worker)
         assert (after["status"], after["counts"]) == ("succeeded", {"deleted": 0})
         assert admin.get(path).body["status"] == "lost"
+
+        # Beat's sweep queues the lost run again and sends it; the worker finishes that same run
+        # (over fewer beliefs by then, so that the second attempt is quick: it starts over).
+        Belief.objects.exclude(user_id="owner-0").delete()
+        assert job_sweep() == [started["id"]]
+        run = wait_until(lambda: admin.get(path).body, ended, worker=worker)
+    assert (run["status"], run["error"], run["done"], run["total"]) == ("succeeded", None, 100, 100)
+    assert run["counts"] == {"checked": 100, "mismatched": 0, "mismatches": []}
+    assert JobRun.objects.get(pk=started["id"]).attempts == 2

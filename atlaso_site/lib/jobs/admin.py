@@ -17,7 +17,9 @@ class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "reported_status",
         "done",
         "total",
+        "attempts",
         "queued_at",
+        "sent_at",
         "started_at",
         "finished_at",
     )

@@ -5,12 +5,20 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-# A run that has not moved for this long is reported `lost` (running) or `stalled` (queued).
-STALE_AFTER = timedelta(minutes=10)
+
+def lost_after() -> timedelta:
+    """A running run whose progress has not moved this long is `lost` (JOB_LOST_AFTER_SECONDS)."""
+    return timedelta(seconds=settings.JOB_LOST_AFTER_SECONDS)
+
+
+def stalled_after() -> timedelta:
+    """A queued run no worker has taken this long is `stalled` (JOB_STALLED_AFTER_SECONDS)."""
+    return timedelta(seconds=settings.JOB_STALLED_AFTER_SECONDS)
 
 
 class Trigger(models.TextChoices):
@@ -45,15 +53,16 @@ def reported_status(
     started_at: datetime | None,
     now: datetime,
 ) -> str:
-    """The status a run is reported with: a running run with no sign of life for STALE_AFTER
-    is `lost` (its worker died), a queued run no worker took in that time is `stalled`.
+    """The status a run is reported with: a running run with no sign of life for `lost_after()`
+    is `lost` (its worker died), a queued run no worker took in `stalled_after()` is `stalled`.
 
-    `JobRunQuerySet.reported` is the same rule as a filter; a test holds the two together.
+    A queued run waits from when it was recorded, or from when the sweep queued it again after
+    it was lost (its heartbeat). `JobRunQuerySet.reported` is the same rule as a filter; a test
+    holds the two together.
     """
-    cutoff = now - STALE_AFTER
-    if status == Status.RUNNING and (heartbeat_at or started_at or queued_at) < cutoff:
+    if status == Status.RUNNING and (heartbeat_at or started_at or queued_at) < now - lost_after():
         return LOST
-    if status == Status.QUEUED and queued_at < cutoff:
+    if status == Status.QUEUED and (heartbeat_at or queued_at) < now - stalled_after():
         return STALLED
     return status
 
@@ -61,18 +70,18 @@ def reported_status(
 class JobRunQuerySet(models.QuerySet):
     def reported(self, status: str, *, now: datetime) -> JobRunQuerySet:
         """Runs whose reported status is `status` (see `reported_status`)."""
-        cutoff = now - STALE_AFTER
         running = self.filter(status=Status.RUNNING).alias(
             last_sign=Coalesce("heartbeat_at", "started_at", "queued_at")
         )
+        queued = self.filter(status=Status.QUEUED).alias(waiting_since=Coalesce("heartbeat_at", "queued_at"))
         if status == LOST:
-            return running.filter(last_sign__lt=cutoff)
+            return running.filter(last_sign__lt=now - lost_after())
         if status == Status.RUNNING:
-            return running.filter(last_sign__gte=cutoff)
+            return running.filter(last_sign__gte=now - lost_after())
         if status == STALLED:
-            return self.filter(status=Status.QUEUED, queued_at__lt=cutoff)
+            return queued.filter(waiting_since__lt=now - stalled_after())
         if status == Status.QUEUED:
-            return self.filter(status=Status.QUEUED, queued_at__gte=cutoff)
+            return queued.filter(waiting_since__gte=now - stalled_after())
         return self.filter(status=status)
 
 
@@ -91,8 +100,14 @@ class JobRun(models.Model):
     queued_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The last progress write: what `lost` is judged by.
+    # The last progress write, what `lost` is judged by; for a run the sweep queued again after
+    # it was lost, when it did so (what `stalled` is then judged by).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When its message was last handed to the broker (null: never, e.g. the broker was down).
+    sent_at = models.DateTimeField(null=True, blank=True)
+    # How many times a worker took it: more than 1 when a worker died and another finished it.
+    # A database default too, so rows written by an older migration's model get one.
+    attempts = models.PositiveIntegerField(default=0, db_default=0)
     done = models.IntegerField(default=0)
     total = models.IntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True)

@@ -2,7 +2,9 @@
 
 A run is recorded where it is asked for (`job_enqueue`, in the caller's transaction) and sent
 to a worker by the dispatcher the top app registers at start-up; the worker claims it
-(`job_claim`) and a `JobRecorder` keeps the row current until it ends.
+(`job_claim`) and a `JobRecorder` keeps the row current until it ends. The row is the truth:
+a run the broker refused, or whose worker died, is sent again by `job_sweep` (beat runs it
+every JOB_SWEEP_SECONDS) until a worker finishes it.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlaso_site.lib.jobs import JobSkipped, Progress
-from atlaso_site.lib.jobs.models import JobRun, Status
+from atlaso_site.lib.jobs.models import LOST, JobRun, Status, lost_after, stalled_after
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +32,9 @@ logger = logging.getLogger(__name__)
 # when the total changes; a job that reports every item is thus on record every 1-2 s.
 PROGRESS_EVERY_SECONDS = 1.0
 MAX_ERROR = 4000
+# A queued run never handed to the broker this long after it was queued is sent by the sweep:
+# long enough that the sweep does not race the send made right after the commit.
+SEND_GRACE = timedelta(seconds=5)
 
 Dispatcher = Callable[[str], None]
 _dispatcher: Dispatcher | None = None
@@ -42,11 +50,25 @@ def set_dispatcher(dispatch: Dispatcher | None) -> None:
     _dispatcher = dispatch
 
 
-def _dispatch(run_id: str) -> None:
+def job_send(run_id: str | UUID) -> bool:
+    """Hand a queued run to the broker; False, logged, when there is no dispatcher or it refused.
+
+    Never raises: a run the broker refused stays queued with no `sent_at`, and the sweep sends
+    it again, so a change committed with its run never fails for want of a broker.
+    """
     if _dispatcher is None:
         logger.warning("no job dispatcher is registered: run %s stays queued and shows as stalled", run_id)
-        return
-    _dispatcher(run_id)
+        return False
+    try:
+        _dispatcher(str(run_id))
+    except Exception as error:
+        logger.warning(
+            "run %s could not be sent (%s: %s); the sweep sends it again", run_id, type(error).__name__, error
+        )
+        return False
+    # Taken already (or run inline, when eager): nothing to note.
+    JobRun.objects.filter(pk=run_id, status=Status.QUEUED).update(sent_at=timezone.now())
+    return True
 
 
 def job_record(*, name: str, trigger: str, params: Mapping[str, Any] | None = None, total: int = 0) -> JobRun:
@@ -63,24 +85,64 @@ def job_enqueue(
 
     Recorded in the caller's transaction, so a change and the run it asks for commit together
     or not at all; sent after the commit, so a worker never looks for a run that is not there.
-    A broker that refuses it is logged, and the run is reported stalled.
+    A broker that refuses it leaves it queued for the sweep to send (`job_send`).
     """
     run = job_record(name=name, trigger=trigger, params=params, total=total)
-    transaction.on_commit(partial(_dispatch, str(run.pk)), robust=True)
+    transaction.on_commit(partial(job_send, run.pk), robust=True)
     return run
 
 
-def job_claim(run_id: str | UUID) -> JobRecorder | None:
-    """Take a queued run (queued → running in one UPDATE), or None.
+def _takeable(now: datetime) -> Q:
+    """A run a delivery may take: queued, or running with no progress for `lost_after()`."""
+    return Q(status=Status.QUEUED) | Q(status=Status.RUNNING, last_sign__lt=now - lost_after())
 
-    None when it is not on record or another delivery of it took it already: a message the
-    broker delivers twice (a worker killed mid-run, then redelivered) does nothing the second time.
+
+def job_claim(run_id: str | UUID) -> JobRecorder | None:
+    """Take a run (→ running in one UPDATE, one more attempt), or None.
+
+    A queued run is taken by the first delivery; a running one only once it is lost (its
+    worker died). So a second delivery of a run that is still moving elsewhere does nothing,
+    and when two deliveries race the database lets exactly one take it.
     """
     now = timezone.now()
-    claimed = JobRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=now, heartbeat_at=now
+    claimed = (
+        JobRun.objects.filter(pk=run_id)
+        .alias(last_sign=Coalesce("heartbeat_at", "started_at", "queued_at"))
+        .filter(_takeable(now))
+        .update(status=Status.RUNNING, started_at=now, heartbeat_at=now, done=0, attempts=F("attempts") + 1)
     )
     return JobRecorder(JobRun.objects.get(pk=run_id)) if claimed else None
+
+
+def job_sweep(*, now: datetime | None = None) -> list[str]:
+    """Send again every unfinished run that no worker has; the ids sent.
+
+    - a running run whose progress has not moved for `lost_after()` (its worker died) is queued
+      again, same id, progress back to 0 (a job starts over; every job is safe to run twice);
+    - a queued run never handed to the broker (it refused, or the process died after the
+      commit) is sent once SEND_GRACE has passed;
+    - a queued run sent `stalled_after()` ago that no worker took is sent again (the broker
+      may have lost the message); a run still waiting in a busy queue gets one duplicate per
+      period, which its claim makes harmless.
+    """
+    now = now or timezone.now()
+    runs = JobRun.objects.all()
+    requeued = []
+    for run_id in runs.reported(LOST, now=now).order_by("queued_at").values_list("pk", flat=True):
+        # The same rule again in the UPDATE: a run that moved meanwhile is left alone.
+        if (
+            runs.filter(pk=run_id)
+            .reported(LOST, now=now)
+            .update(status=Status.QUEUED, started_at=None, heartbeat_at=now, sent_at=None, done=0)
+        ):
+            logger.warning("job run %s stopped moving (its worker died?): queued again", run_id)
+            requeued.append(run_id)
+    waiting = runs.filter(status=Status.QUEUED).alias(waiting_since=Coalesce("heartbeat_at", "queued_at"))
+    due = waiting.filter(
+        Q(sent_at__isnull=True, waiting_since__lt=now - SEND_GRACE) | Q(sent_at__lt=now - stalled_after())
+    )
+    unsent = list(due.order_by("queued_at").values_list("pk", flat=True))
+    return [str(run_id) for run_id in [*requeued, *unsent] if job_send(run_id)]
 
 
 class JobRecorder:
@@ -147,7 +209,11 @@ class JobRecorder:
         return self.run
 
     def _write(self, **fields: Any) -> None:
-        JobRun.objects.using(self._alias()).filter(pk=self.run.pk, status=Status.RUNNING).update(**fields)
+        # Only while this attempt holds the run: once the sweep gave a lost run to another
+        # worker, a first attempt that was merely slow writes nothing over it.
+        JobRun.objects.using(self._alias()).filter(
+            pk=self.run.pk, status=Status.RUNNING, attempts=self.run.attempts
+        ).update(**fields)
         for field, value in fields.items():
             setattr(self.run, field, value)
 
