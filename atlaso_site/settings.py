@@ -265,6 +265,9 @@ else:
         "data_folder_out": str(_queue_dir),
         "processed_folder": str(VAR_DIR / "celery-processed"),
         "store_processed": False,
+        # Its exchange table, which kombu would otherwise keep in ./control of whatever folder
+        # the process started in.
+        "control_folder": str(VAR_DIR / "celery-control"),
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
