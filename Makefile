@@ -22,7 +22,7 @@ export ALLOWED_HOSTS ?= localhost,127.0.0.1,[::1]
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help setup run test lint format clean
+.PHONY: help setup run test schemathesis lint format clean
 
 help:
 	@echo "make run   set up, then serve Atlaso on http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
@@ -59,6 +59,11 @@ test: $(VENV)/.installed
 	@if [ -n "$$DATABASE_URL" ]; then \
 		echo "== The same suite on the embedded SQLite database (the browser tests ran above) =="; \
 		env -u DATABASE_URL $(PY) -m pytest -m "not e2e"; fi
+	@bash .ci/schemathesis
+
+# Schemathesis over the whole API against a server it starts (`make test` runs it last).
+schemathesis: $(VENV)/.installed
+	@bash .ci/schemathesis
 
 lint: $(VENV)/.installed
 	@$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(VENV)/bin/lint-imports --no-cache --no-logo

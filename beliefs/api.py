@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.lib.wire import PageQuery, VerdictOut, with_errors
+from atlaso_site.lib.wire import PageQuery, UserId, VerdictOut, with_errors
 from beliefs import selectors, services
 from beliefs.access import require, require_global_admin
 from beliefs.models import Channel
 from beliefs.schemas import (
+    BeliefKey,
     BeliefPageOut,
     BeliefPageQuery,
     ChannelIn,
@@ -20,6 +21,7 @@ from beliefs.schemas import (
     TierChangeOut,
     TierIn,
     TierListOut,
+    TierName,
 )
 
 router = Router(tags=["beliefs"])
@@ -28,7 +30,7 @@ router = Router(tags=["beliefs"])
 @router.post(
     "/users/{user_id}/beliefs/{key}/observations", response=with_errors(**{"201": RevisionWithVerdictOut})
 )
-def post_observation(request: HttpRequest, user_id: str, key: str, payload: ObservationIn):
+def post_observation(request: HttpRequest, user_id: UserId, key: BeliefKey, payload: ObservationIn):
     """Record one observation on the key's channel; its tier comes from the API key, never the body."""
     api_key = require(request, "write", user_id)
     recorded = services.observation_record(
@@ -45,7 +47,7 @@ def post_observation(request: HttpRequest, user_id: str, key: str, payload: Obse
 
 
 @router.get("/users/{user_id}/beliefs", response=with_errors(**{"200": BeliefPageOut}))
-def list_beliefs(request: HttpRequest, user_id: str, query: Query[BeliefPageQuery]):
+def list_beliefs(request: HttpRequest, user_id: UserId, query: Query[BeliefPageQuery]):
     """An owner's beliefs; `uncertain=true` lists those the memory should ask about, not assert."""
     require(request, "read", user_id)
     page = selectors.belief_page(
@@ -55,14 +57,14 @@ def list_beliefs(request: HttpRequest, user_id: str, query: Query[BeliefPageQuer
 
 
 @router.get("/users/{user_id}/beliefs/{key}", response=with_errors(404, **{"200": VerdictOut}))
-def get_belief(request: HttpRequest, user_id: str, key: str):
+def get_belief(request: HttpRequest, user_id: UserId, key: BeliefKey):
     """What the memory asserts for this key, how sure it is, and what it set aside."""
     require(request, "read", user_id)
     return Status(200, selectors.belief_verdict(user_id=user_id, key=key))
 
 
 @router.get("/users/{user_id}/beliefs/{key}/revisions", response=with_errors(404, **{"200": RevisionPageOut}))
-def list_revisions(request: HttpRequest, user_id: str, key: str, query: Query[PageQuery]):
+def list_revisions(request: HttpRequest, user_id: UserId, key: BeliefKey, query: Query[PageQuery]):
     """The key's revision log in the order it is folded (claim time, then arrival)."""
     require(request, "read", user_id)
     return Status(
@@ -82,7 +84,7 @@ def list_tiers(request: HttpRequest):
 
 
 @router.put("/tiers/{name}", response=with_errors(404, **{"200": TierChangeOut}))
-def put_tier(request: HttpRequest, name: str, payload: TierIn):
+def put_tier(request: HttpRequest, name: TierName, payload: TierIn):
     """Change a tier's ceiling (admin, confined to no prefix: tiers are global); affected beliefs are rebuilt."""
     key = require_global_admin(request)
     tier, job = services.tier_update(

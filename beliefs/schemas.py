@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from atlaso_site.lib.wire import OutSchema, PageQuery, VerdictOut, WireId, WireTime
+from atlaso_site.lib.wire import (
+    NO_NUL,
+    NOT_BLANK,
+    OutSchema,
+    PageQuery,
+    TierName,
+    TimeIn,
+    UnitInterval,
+    VerdictOut,
+    WireId,
+    WireTime,
+    stated_text,
+)
+from beliefs.domain.values import BELIEF_KEY_PATTERN, MAX_VALUE_LENGTH
+from beliefs.models import Channel, ProvenanceTier
+from beliefs.services import MAX_SOURCE_ID
+
+CHANNEL_NAME_PATTERN = rf"^[a-z0-9][a-z0-9_-]{{0,{Channel._meta.get_field('name').max_length - 1}}}$"
+MAX_DESCRIPTION = ProvenanceTier._meta.get_field("description").max_length
+
+# A belief key in a path: the schema states the rule; services check it (a read of a key that
+# breaks it finds nothing: 404).
+BeliefKey = stated_text(pattern=f"^{BELIEF_KEY_PATTERN.pattern}$")
+SourceId = stated_text(max_length=MAX_SOURCE_ID)
 
 
 class ObservationIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    value: str
-    observed_at: datetime | None = None
-    content_confidence: float | None = None
-    taint_tier: str | None = None
-    source_id: str | None = None
+    # At most 500 characters as sent (checked here); services check it is not blank.
+    value: str = Field(max_length=MAX_VALUE_LENGTH, json_schema_extra={"pattern": NOT_BLANK})
+    observed_at: TimeIn | None = None
+    content_confidence: UnitInterval | None = None
+    taint_tier: TierName | None = None
+    source_id: SourceId | None = None
 
 
 class RevisionOut(OutSchema):
@@ -86,16 +109,16 @@ class TierListOut(OutSchema):
 class TierIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    ceiling: float | None = Field(None, gt=0, lt=1)
-    description: str | None = Field(None, max_length=500)
+    ceiling: float | None = Field(None, gt=0, lt=1, strict=True)
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, pattern=NO_NUL)
 
 
 class ChannelIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(..., pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
-    tier: str
-    description: str | None = Field(None, max_length=500)
+    name: str = Field(..., pattern=CHANNEL_NAME_PATTERN)
+    tier: TierName
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, pattern=NO_NUL)
 
 
 class RebuildOut(Schema):

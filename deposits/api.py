@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Header, Query, Router, Status
 
 from atlaso_site.lib.errors import IMMUTABLE, AtlasoError, invalid
-from atlaso_site.lib.wire import DepositDetailOut, with_errors
+from atlaso_site.lib.wire import DepositDetailOut, UserId, UuidText, with_errors
 from beliefs.access import require
 from deposits import selectors, services
 from deposits.schemas import (
@@ -16,12 +16,15 @@ from deposits.schemas import (
     ContradictIn,
     DepositIn,
     DepositPageOut,
+    IdempotencyKey,
     ListQuery,
     RetractQuery,
     RetractResultOut,
 )
 
 router = Router(tags=["deposits"])
+# The Idempotency-Key header; the body's idempotency_key says the same (`_key` checks they agree).
+IDEMPOTENCY_HEADER = Header(None, alias="Idempotency-Key")
 
 
 def _channel(request: HttpRequest) -> str:
@@ -43,9 +46,9 @@ def _key(body_key: str | None, header_key: str | None) -> str | None:
 )
 def add_deposit(
     request: HttpRequest,
-    user_id: str,
+    user_id: UserId,
     payload: DepositIn,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    idempotency_key: IdempotencyKey | None = IDEMPOTENCY_HEADER,
 ):
     """Add one deposit. A repeat with the same idempotency key within 24 h is a replay (200)."""
     require(request, "write", user_id)
@@ -60,7 +63,7 @@ def add_deposit(
 
 
 @router.post("/users/{user_id}/deposits/bulk", response=with_errors(**{"200": AddManyResultOut}))
-def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
+def add_deposits_bulk(request: HttpRequest, user_id: UserId, payload: BulkIn):
     """Add up to 1000 deposits, each with its own idempotency key."""
     require(request, "write", user_id)
     items = [item.model_dump(exclude_unset=False) for item in payload.items]
@@ -75,9 +78,9 @@ def add_deposits_bulk(request: HttpRequest, user_id: str, payload: BulkIn):
 )
 def contradict(
     request: HttpRequest,
-    user_id: str,
+    user_id: UserId,
     payload: ContradictIn,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    idempotency_key: IdempotencyKey | None = IDEMPOTENCY_HEADER,
 ):
     """Write a correction that supersedes earlier deposits; they stay readable, now superseded."""
     require(request, "write", user_id)
@@ -92,14 +95,14 @@ def contradict(
 
 
 @router.get("/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": DepositDetailOut}))
-def get_deposit(request: HttpRequest, user_id: str, deposit_id: str):
+def get_deposit(request: HttpRequest, user_id: UserId, deposit_id: UuidText):
     """One deposit with its audit state (superseded_by, retracted)."""
     require(request, "read", user_id)
     return Status(200, selectors.deposit_detail(user_id, deposit_id))
 
 
 @router.get("/users/{user_id}/deposits", response=with_errors(**{"200": DepositPageOut}))
-def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
+def list_deposits(request: HttpRequest, user_id: UserId, query: Query[ListQuery]):
     """The owner's deposits, newest first."""
     require(request, "read", user_id)
     page = selectors.deposit_page(
@@ -108,8 +111,18 @@ def list_deposits(request: HttpRequest, user_id: str, query: Query[ListQuery]):
     return Status(200, page)
 
 
-@router.api_operation(["PUT", "PATCH"], "/users/{user_id}/deposits/{deposit_id}", response=with_errors(405))
-def refuse_update(request: HttpRequest, user_id: str, deposit_id: str):
+# One operation per method: OpenAPI wants each operationId unique.
+@router.put(
+    "/users/{user_id}/deposits/{deposit_id}",
+    response=with_errors(405),
+    operation_id="deposits_api_refuse_put",
+)
+@router.patch(
+    "/users/{user_id}/deposits/{deposit_id}",
+    response=with_errors(405),
+    operation_id="deposits_api_refuse_patch",
+)
+def refuse_update(request: HttpRequest, user_id: UserId, deposit_id: UuidText):
     """Deposits are immutable: correct one by writing a deposit that contradicts it."""
     raise AtlasoError(
         IMMUTABLE,
@@ -121,7 +134,7 @@ def refuse_update(request: HttpRequest, user_id: str, deposit_id: str):
 @router.delete(
     "/users/{user_id}/deposits/{deposit_id}", response=with_errors(404, **{"200": RetractResultOut})
 )
-def retract_deposit(request: HttpRequest, user_id: str, deposit_id: str, query: Query[RetractQuery]):
+def retract_deposit(request: HttpRequest, user_id: UserId, deposit_id: UuidText, query: Query[RetractQuery]):
     """Soft-retract (default) or erase (mode=hard, needs the erase permission) a deposit."""
     require(request, "erase" if query.mode == "hard" else "write", user_id)
     result = services.deposit_retract(

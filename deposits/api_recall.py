@@ -5,17 +5,17 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.lib.wire import with_errors
+from atlaso_site.lib.wire import UserId, with_errors
 from beliefs.access import require
 from deposits import bags, services
 from deposits.recall import recall
-from deposits.schemas import BagDetailOut, BagPageOut, BagQuery, RecallQuery, SearchResultsOut
+from deposits.schemas import BagDetailOut, BagId, BagPageOut, BagQuery, RecallQuery, SearchResultsOut
 
 router = Router(tags=["recall"])
 
 
 @router.get("/users/{user_id}/recall", response=with_errors(**{"200": SearchResultsOut}))
-def recall_deposits(request: HttpRequest, user_id: str, query: Query[RecallQuery]):
+def recall_deposits(request: HttpRequest, user_id: UserId, query: Query[RecallQuery]):
     """Search an owner's memory: hits with their bag's flags, and flags over every matching bag."""
     require(request, "read", user_id)
     results = recall(
@@ -30,7 +30,7 @@ def recall_deposits(request: HttpRequest, user_id: str, query: Query[RecallQuery
 
 
 @router.get("/users/{user_id}/bags", response=with_errors(**{"200": BagPageOut}))
-def list_bags(request: HttpRequest, user_id: str, query: Query[BagQuery]):
+def list_bags(request: HttpRequest, user_id: UserId, query: Query[BagQuery]):
     """An owner's scope bags with live statistics; `conflict=true` lists only disagreeing ones."""
     require(request, "read", user_id)
     page = bags.bag_page(
@@ -44,7 +44,7 @@ def list_bags(request: HttpRequest, user_id: str, query: Query[BagQuery]):
 
 
 @router.get("/users/{user_id}/bags/{bag_id}", response=with_errors(404, **{"200": BagDetailOut}))
-def get_bag(request: HttpRequest, user_id: str, bag_id: str):
+def get_bag(request: HttpRequest, user_id: UserId, bag_id: BagId):
     """One bag with its deposits, live and superseded, marked."""
     require(request, "read", user_id)
     return Status(200, bags.bag_detail(user_id=user_id, bag_id=bag_id))

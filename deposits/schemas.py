@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
@@ -11,6 +10,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.lib.paging import MAX_OFFSET
 from atlaso_site.lib.wire import (
+    NO_NUL,
+    NOT_BLANK,
     DepositDetailOut,
     DepositOut,
     EvidenceGrade,
@@ -18,20 +19,75 @@ from atlaso_site.lib.wire import (
     Polarity,
     ReproStatus,
     ScopeOut,
+    TierName,
+    TimeIn,
+    UnitInterval,
     VerdictOut,
     WireTime,
+    checked_per_item,
+    stated_integer,
+    stated_text,
+    stripped_within,
 )
+from beliefs.domain.values import BELIEF_KEY_PATTERN, MAX_VALUE_LENGTH
+from deposits.domain.bags import BAG_ID_PATTERN
+from deposits.domain.idempotency import MAX_KEY_LENGTH
 from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import FACETS
+from deposits.domain.validation import (
+    INT_FACET_RANGE,
+    MAX_ARTIFACT,
+    MAX_CONTENT,
+    MAX_CONTRADICTS,
+    MAX_FACET,
+    MAX_LIST,
+    MAX_NOTE,
+    MAX_PROVENANCE,
+    MAX_REASON,
+    MAX_TAG,
+)
+from deposits.services import MAX_BULK_ITEMS
+
+# Body fields: the schema states each rule of deposits.domain.validation, which checks it.
+# validate_deposit allows a `contradicts` entry (a deposit id) up to 64 characters.
+MAX_DEPOSIT_REF = 64
+FacetText = stated_text(min_length=1, max_length=MAX_FACET)
+FacetNumber = stated_integer(*INT_FACET_RANGE)
+FacetQueryNumber = stated_integer(*INT_FACET_RANGE, in_query=True)
+# Text in a query: anything but NUL (which the API refuses in every string).
+QueryText = stated_text()
+Note = stated_text(max_length=MAX_NOTE)
+Tag = stated_text(min_length=1, max_length=MAX_TAG)
+ArtifactRef = stated_text(min_length=1, max_length=MAX_ARTIFACT)
+DepositRef = stated_text(min_length=1, max_length=MAX_DEPOSIT_REF)
+ProvenanceText = stated_text(max_length=MAX_PROVENANCE)
+IdempotencyKey = stated_text(min_length=1, max_length=MAX_KEY_LENGTH)
+Content = stated_text(
+    pattern=stripped_within(MAX_CONTENT),
+    description=f"The claim: 1..{MAX_CONTENT} characters once leading and trailing whitespace is stripped.",
+)
+Reason = stated_text(
+    pattern=stripped_within(MAX_REASON),
+    description=f"Why the earlier deposits no longer hold: 1..{MAX_REASON} characters once stripped.",
+)
+BeliefKey = stated_text(pattern=f"^{BELIEF_KEY_PATTERN.pattern}$")
+# A belief value is at most 500 characters as sent (pydantic checks that); the domain checks the
+# rest (not blank) and would otherwise count them with whitespace collapsed, which no schema says.
+BeliefValue = Annotated[str, Field(max_length=MAX_VALUE_LENGTH, json_schema_extra={"pattern": NOT_BLANK})]
+
+
+# A bag id in a path: one of another shape names no bag (404).
+BagId = stated_text(pattern=f"^{BAG_ID_PATTERN.pattern}$")
 
 
 class FacetsIn(Schema):
-    """The six facets of a scope: a bag's key, and recall's filter."""
+    """The six facets of a scope as query parameters: the bag list's filter, where any value may
+    be asked for (one that no bag can hold matches nothing), and recall's (RecallQuery)."""
 
-    model: str | None = None
-    dataset: str | None = None
-    env: str | None = None
-    version: str | None = None
+    model: QueryText | None = None
+    dataset: QueryText | None = None
+    env: QueryText | None = None
+    version: QueryText | None = None
     n: int | None = None
     seed: int | None = None
 
@@ -39,58 +95,81 @@ class FacetsIn(Schema):
         return {name: getattr(self, name) for name in FACETS}
 
 
-class ScopeIn(FacetsIn):
+class ScopeIn(Schema):
+    """A deposit's scope: the six facets (its bag's key) and a free-text note."""
+
     model_config = ConfigDict(extra="forbid")
 
-    note: str | None = None
+    model: FacetText | None = None
+    dataset: FacetText | None = None
+    env: FacetText | None = None
+    version: FacetText | None = None
+    n: FacetNumber | None = None
+    seed: FacetNumber | None = None
+    note: Note | None = None
 
 
 class BeliefIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    key: str
-    value: str
-    content_confidence: float | None = None
-    taint_tier: str | None = None
-    observed_at: datetime | None = None
+    key: BeliefKey
+    value: BeliefValue
+    content_confidence: UnitInterval | None = None
+    taint_tier: TierName | None = None
+    observed_at: TimeIn | None = None
 
 
 class DepositFields(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    content: str
+    content: Content
     polarity: Polarity = "open"
     evidence_grade: EvidenceGrade = "anecdotal"
     scope: ScopeIn | None = None
-    tags: list[str] = []
-    artifact_refs: list[str] = []
-    contradicts: list[str] = []
-    author: str | None = None
-    author_role: str | None = None
-    task_id: str | None = None
+    tags: list[Tag] = Field([], json_schema_extra={"maxItems": MAX_LIST})
+    artifact_refs: list[ArtifactRef] = Field([], json_schema_extra={"maxItems": MAX_LIST})
+    contradicts: list[DepositRef] = Field([], json_schema_extra={"maxItems": MAX_CONTRADICTS})
+    author: ProvenanceText | None = None
+    author_role: ProvenanceText | None = None
+    task_id: ProvenanceText | None = None
     repro_status: ReproStatus = "unreplicated"
     belief: BeliefIn | None = None
 
 
 class DepositIn(DepositFields):
-    idempotency_key: str | None = None
+    idempotency_key: IdempotencyKey | None = None
+
+
+# A bulk item is judged alone: its value rules are stated as prose (see `checked_per_item`).
+class BulkScopeIn(ScopeIn):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=checked_per_item)
+
+
+class BulkBeliefIn(BeliefIn):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=checked_per_item)
+
+    value: str
 
 
 class BulkItemIn(DepositFields):
-    idempotency_key: str
+    model_config = ConfigDict(extra="forbid", json_schema_extra=checked_per_item)
+
+    scope: BulkScopeIn | None = None
+    belief: BulkBeliefIn | None = None
+    idempotency_key: IdempotencyKey
 
 
 class BulkIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    items: list[BulkItemIn]
+    items: list[BulkItemIn] = Field(json_schema_extra={"maxItems": MAX_BULK_ITEMS})
     on_gate_reject: Literal["skip", "abort"] = "skip"
 
 
 class ContradictIn(DepositFields):
-    contradicts: list[str]
-    reason: str
-    idempotency_key: str | None = None
+    contradicts: list[DepositRef] = Field(json_schema_extra={"minItems": 1, "maxItems": MAX_CONTRADICTS})
+    reason: Reason
+    idempotency_key: IdempotencyKey | None = None
 
 
 class AddResultOut(OutSchema):
@@ -155,13 +234,31 @@ class ListQuery(Schema):
     include_retracted: bool = False
 
 
+# A recall query's length in characters: more than its 64 words need, and (as ASCII) inside the
+# 7 KiB the API reads of a query string (atlaso_site.middleware) with room for the facets.
+MAX_QUERY_TEXT = 5000
+
+
 class RetractQuery(Schema):
     mode: Literal["soft", "hard"] = "soft"
-    reason: str | None = Field(None, max_length=2000)
+    reason: str | None = Field(None, max_length=MAX_REASON, pattern=NO_NUL)
 
 
 class RecallQuery(FacetsIn):
-    q: str = Field(..., max_length=10000)
+    # Recall checks its facets as a scope's (validate_scope), so they state a scope's rules.
+    model: FacetText | None = None
+    dataset: FacetText | None = None
+    env: FacetText | None = None
+    version: FacetText | None = None
+    n: FacetQueryNumber | None = None
+    seed: FacetQueryNumber | None = None
+    q: str = Field(
+        ...,
+        max_length=MAX_QUERY_TEXT,
+        pattern=NO_NUL,
+        description="Words to search for: at least one letter or digit (of any script); punctuation "
+        "and operators are read as spaces. The whole query string may be at most 7 KiB as sent.",
+    )
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     include_superseded: bool = False
 

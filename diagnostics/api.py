@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import Query, Router, Schema, Status
 
-from atlaso_site.lib.wire import with_errors
+from atlaso_site.lib.wire import UserId, with_errors
 from beliefs.access import require, require_global_admin
 from diagnostics import selectors
 from diagnostics.schemas import (
@@ -27,14 +27,14 @@ router = Router(tags=["diagnostics"])
 
 
 @router.get("/users/{user_id}/health", response=with_errors(**{"200": DiagnosticsOut}))
-def health(request: HttpRequest, user_id: str, query: Query[HealthQuery]):
+def health(request: HttpRequest, user_id: UserId, query: Query[HealthQuery]):
     """The owner's Field Maturity Index, its four pillars, and a one-line verdict."""
     require(request, "read", user_id)
     return Status(200, selectors.health(user_id=user_id, window_days=query.window_days))
 
 
 @router.get("/users/{user_id}/health/history", response=with_errors(**{"200": HealthHistoryOut}))
-def health_history(request: HttpRequest, user_id: str, query: Query[DaysQuery]):
+def health_history(request: HttpRequest, user_id: UserId, query: Query[DaysQuery]):
     """The owner's FMI snapshots over the last `days`, oldest first, and its conflict backlog now."""
     require(request, "read", user_id)
     now = timezone.now()
@@ -77,7 +77,7 @@ def _trend(schema: type[Schema], fields: dict[str, Any], *, points: str, backlog
 
 
 @router.get("/users/{user_id}/peek", response=with_errors(**{"200": PeekOut}))
-def peek(request: HttpRequest, user_id: str, query: Query[PeekQuery]):
+def peek(request: HttpRequest, user_id: UserId, query: Query[PeekQuery]):
     """A glance at an owner: newest live deposits, how many there are, FMI, recent conflict."""
     require(request, "read", user_id)
     return Status(200, selectors.peek(user_id=user_id, limit=query.limit))

@@ -7,10 +7,10 @@ from ninja import Query, Router, Status
 
 from atlaso_site.lib.jobs import selectors
 from atlaso_site.lib.jobs.models import Trigger
-from atlaso_site.lib.wire import with_errors
+from atlaso_site.lib.wire import UuidText, with_errors
 from beliefs.access import require_global_admin
 from diagnostics import jobs
-from diagnostics.schemas import JobRunOut, JobRunPageOut, JobRunQuery
+from diagnostics.schemas import JobName, JobRunOut, JobRunPageOut, JobRunQuery
 
 router = Router(tags=["jobs"])
 
@@ -26,14 +26,14 @@ def list_job_runs(request: HttpRequest, query: Query[JobRunQuery]):
 
 
 @router.get("/jobs/{id}", response=with_errors(404, **{"200": JobRunOut}))
-def get_job_run(request: HttpRequest, id: str):
+def get_job_run(request: HttpRequest, id: UuidText):
     """One run: its status as reported, progress (done of total), counts and error."""
     require_global_admin(request)
     return Status(200, selectors.job_run_get(run_id=id))
 
 
 @router.post("/jobs/{name}/runs", response=with_errors(404, **{"202": JobRunOut}))
-def start_job_run(request: HttpRequest, name: str):
+def start_job_run(request: HttpRequest, name: JobName):
     """Queue a run of the job (trigger `api`); a worker takes it. Follow it at /jobs/{id}."""
     require_global_admin(request)
     return Status(202, jobs.job_start(name=name, trigger=Trigger.API))

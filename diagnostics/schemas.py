@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from atlaso_site.lib.wire import DepositOut, OutSchema, PageQuery, WireId, WireTime
+from atlaso_site.lib.wire import NO_NUL, DepositOut, OutSchema, PageQuery, WireId, WireTime
+from diagnostics.jobs import JOBS
 
 
 class DiagnosticsOut(OutSchema):
@@ -129,6 +130,9 @@ class DeploymentHealthOut(OutSchema):
 
 # --- Job runs ----------------------------------------------------------------------------------
 
+# A job's name in a path: the schema lists the jobs; any other name is a 404.
+JobName = Annotated[str, WithJsonSchema({"type": "string", "enum": sorted(JOBS)})]
+
 JobRunStatus = Literal["queued", "running", "succeeded", "failed", "skipped", "lost", "stalled"]
 JobTrigger = Literal["beat", "command", "tier_change", "channel_change", "dashboard", "api"]
 
@@ -160,5 +164,5 @@ class JobRunPageOut(OutSchema):
 
 
 class JobRunQuery(PageQuery):
-    name: str | None = Field(None, max_length=64)
+    name: str | None = Field(None, max_length=64, pattern=NO_NUL)
     status: JobRunStatus | None = None

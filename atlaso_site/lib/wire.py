@@ -6,17 +6,20 @@ so they are the only serialisation: timestamps become ISO 8601 with microseconds
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args, get_origin
 from uuid import UUID
 
 from ninja import Schema
 from ninja.schema import Resolver, ResolverMetaclass
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from atlaso_site.lib.paging import MAX_OFFSET
 from atlaso_site.lib.timefmt import isoformat
+from atlaso_site.lib.users import USER_ID_PATTERN, USER_ID_RULE
 
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
@@ -47,6 +50,127 @@ WireTime = Annotated[str, BeforeValidator(_iso)]
 # An id on the wire: a UUID is written as text.
 WireId = Annotated[str, BeforeValidator(_text)]
 WireIds = Annotated[list[str], BeforeValidator(_strings)]
+
+
+# --- What a client may send: the rules the OpenAPI document states ---------------------------
+# The document states every rule the server enforces, so a client (or schemathesis) can tell a
+# valid request from the schema alone. A rule the domain validation checks, with a message that
+# teaches the fix, is stated here from the same constants and checked there, once; the wire
+# types below only refuse what pydantic would otherwise coerce (a number for a time, "5" for 5).
+
+# No string the API reads may hold NUL: PostgreSQL cannot store it (atlaso_site.lib.text).
+NO_NUL = r"^[^\x00]*$"
+# Python's whitespace (str.isspace: what strip() and split() remove), spelled for any regex
+# dialect: ECMA-262's \s and Python's differ (U+001C..U+001F, U+FEFF).
+SPACE = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# Text with at least one character that is not whitespace, and no NUL.
+NOT_BLANK = rf"^[^\x00]*[^{SPACE}\x00][^\x00]*$"
+# The rule-stating keywords of a JSON schema (what `checked_per_item` moves into prose).
+RULE_KEYWORDS = (
+    "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "minItems", "maxItems",
+)  # fmt: skip
+
+
+def stripped_within(max_length: int) -> str:
+    """The pattern of text that is 1..max_length characters once stripped of whitespace, no NUL."""
+    edge = rf"[^{SPACE}\x00]"
+    return rf"^[{SPACE}]*{edge}(?:[^\x00]{{0,{max_length - 2}}}{edge})?[{SPACE}]*$"
+
+
+def stated_text(
+    *, min_length: int = 0, max_length: int | None = None, pattern: str = NO_NUL, description: str = ""
+) -> Any:
+    """`str` whose schema states a rule the domain validation checks (and words the fix for)."""
+    schema: dict[str, Any] = {"type": "string", "pattern": pattern}
+    if min_length:
+        schema["minLength"] = min_length
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    if description:
+        schema["description"] = description
+    return Annotated[str, WithJsonSchema(schema)]
+
+
+def _json_integer(value: Any) -> Any:
+    """A JSON number without a fraction as an int (JSON Schema counts 5.0 an integer too)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def stated_integer(minimum: int, maximum: int, *, in_query: bool = False) -> Any:
+    """An integer whose range the domain validation checks: in a body a JSON integer (never "5"
+    or true); in a query, text that pydantic reads as one."""
+    schema = WithJsonSchema({"type": "integer", "minimum": minimum, "maximum": maximum})
+    if in_query:
+        return Annotated[int, schema]
+    return Annotated[int, Strict(), BeforeValidator(_json_integer), schema]
+
+
+# A JSON number from 0 to 1 (never "0.5" or true); the domain validation checks the range.
+UnitInterval = Annotated[float, Strict(), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+
+# RFC 3339's date-time, the OpenAPI `date-time` format: a date, T, a time, an offset.
+_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_DATE_TIME_RULE = "must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00Z"
+
+
+def _date_time_text(value: Any) -> Any:
+    """Only RFC 3339 text reaches pydantic's parser, which also reads numbers and bare dates."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or _DATE_TIME.fullmatch(value) is None:
+        raise PydanticCustomError("date_time_format", _DATE_TIME_RULE)
+    return value
+
+
+def _in_utc(value: datetime) -> datetime:
+    """A time that exists in UTC too (0001-01-01T00:00:00+01:00 does not), so it can be stored."""
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError("date_time_range", "is before year 1 or after year 9999 in UTC") from None
+    return value
+
+
+# A `user_id` path parameter: the schema states the rule; lib.users.validate_user_id checks it,
+# after the key's permission, with the message that teaches it.
+UserId = Annotated[
+    str, WithJsonSchema({"type": "string", "pattern": USER_ID_PATTERN.pattern, "description": USER_ID_RULE})
+]
+# A provenance tier's name, a slug (the tier model's SlugField(max_length=64)); a name that
+# names no tier is refused by the service that looks it up.
+TierName = stated_text(
+    pattern=r"^[-a-zA-Z0-9_]{1,64}$", description="A provenance tier's name (GET /tiers lists them)."
+)
+# An id in a path: the schema says UUID; text of any other shape names nothing (404).
+UuidText = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
+
+# A claim time as a client sends it: RFC 3339 text with an offset, nothing else.
+TimeIn = Annotated[datetime, BeforeValidator(_date_time_text), AfterValidator(_in_utc)]
+
+
+def _without_rules(schema: Any) -> list[str]:
+    """Remove the rule keywords from `schema` and its branches; the rules removed, as text."""
+    if not isinstance(schema, dict):
+        return []
+    removed = [f"{key} {schema.pop(key)}" for key in RULE_KEYWORDS if key in schema]
+    for branch in [*schema.get("anyOf", ()), schema.get("items")]:
+        removed += _without_rules(branch)
+    return removed
+
+
+def checked_per_item(schema: dict[str, Any], _model: type) -> None:
+    """A bulk item's schema: its value rules become prose, because the server judges each item
+    alone and reports one that breaks a rule in `failed` (200), where a schema rule would
+    promise a 422 for the whole request. Types, enums, required fields and formats stay: the
+    whole request is refused when one of those is broken."""
+    for prop in schema.get("properties", {}).values():
+        rules = _without_rules(prop)
+        if rules:
+            note = "Checked per item (an item that breaks it is reported in `failed`): " + "; ".join(rules)
+            prop["description"] = f"{prop['description']} {note}" if "description" in prop else note
 
 
 class _KindFillsItself(ResolverMetaclass):

@@ -1,0 +1,58 @@
+"""Schemathesis hooks for .ci/schemathesis: which 422s a schema-valid request may get.
+
+The OpenAPI document states every rule a schema can state, so positive_data_acceptance runs with
+422 allowed (see schemathesis.toml) and this check narrows it again: a schema-valid request may
+be refused with 422 only by a rule api.md documents and no schema can state, because it depends
+on stored data, the server's clock, another field, or the request's encoded size. Any other 422
+to a schema-valid request is a rule the schema fails to state, and fails the run.
+"""
+
+from __future__ import annotations
+
+import schemathesis
+
+# Codes that are never about a request's shape: the write gate and contradicting unknown ids.
+STATEFUL_CODES = frozenset({"gate_rejected", "missing_contradicts"})
+
+# validation_error on a field (the last part of its dotted path) with these words in the message.
+UNSTATABLE_RULES: tuple[tuple[str, str, str], ...] = (
+    ("observed_at", "in the future", "a claim time is at most five minutes after the server's clock"),
+    ("observed_at", "in UTC", "a claim time must exist in UTC too, e.g. not 0001-01-01T00:00:00+01:00"),
+    ("taint_tier", "there is no tier", "a tier is a stored row; GET /tiers lists them"),
+    ("tier", "there is no tier", "a tier is a stored row; GET /tiers lists them"),
+    (
+        "q",
+        "holds no words",
+        "a word is a letter or digit of any script, which ECMA-262 patterns cannot name portably",
+    ),
+    ("idempotency_key", "differ", "the Idempotency-Key header and the body's idempotency_key must agree"),
+    ("", "the query string is", "the whole query string is at most 7 KiB as sent, percent-encoded"),
+)
+
+
+def _documented_refusal(error: dict) -> bool:
+    code, message = error.get("code"), str(error.get("message", ""))
+    if code in STATEFUL_CODES:
+        return True
+    leaf = str(error.get("field") or "").rsplit(".", 1)[-1]
+    return code == "validation_error" and any(
+        (not field or leaf == field) and words in message for field, words, _why in UNSTATABLE_RULES
+    )
+
+
+@schemathesis.check
+def positive_data_refused_only_by_unstatable_rules(ctx, response, case):
+    """A schema-valid request answered 422 names a rule in UNSTATABLE_RULES, or the gate."""
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or response.status_code != 422:
+        return None
+    try:
+        error = response.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        raise AssertionError("a 422 without the error envelope") from None
+    if not _documented_refusal(error):
+        raise AssertionError(
+            "Valid data was refused by a rule the OpenAPI document does not state: "
+            f"{error.get('code')} on {error.get('field')!r}: {error.get('message')}"
+        )
+    return None
