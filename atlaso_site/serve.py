@@ -10,7 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from atlaso_site.settings import VAR_DIR
+from atlaso_site.settings import VAR_DIR, WEB_THREADS, WEB_WORKERS
+
+# The longest request line gunicorn accepts: its maximum (a larger value is cut to this). A
+# finite limit refuses a 10 MB line after its first 8 KB (414) instead of reading it in
+# quadratic time. Every valid request fits: the API reads a query string of at most 7 KiB and
+# answers a longer one itself, in its envelope (MAX_QUERY_STRING in atlaso_site/middleware.py),
+# so its longest valid request line is 7,986 bytes.
+LIMIT_REQUEST_LINE = 8190
 
 
 def commands(host: str, port: int) -> dict[str, list[str]]:
@@ -19,10 +26,12 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     for folder in ("celery-queue", "celery-processed"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
     return {
-        # A recall query may be thousands of characters: the API, not gunicorn's 4 KB request-line
-        # default, decides what is too long (and answers in its error envelope).
-        "web": [python, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"{host}:{port}", "--workers", "2",
-                "--access-logfile", "-", "--graceful-timeout", "5", "--limit-request-line", "0"],
+        # Threads: a request spends most of its time waiting for PostgreSQL, and a thread that
+        # waits lets another run (measured in docs/BENCHMARKS.md, "Serving under load").
+        "web": [python, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"{host}:{port}",
+                "--worker-class", "gthread", "--workers", str(WEB_WORKERS), "--threads", str(WEB_THREADS),
+                "--access-logfile", "-", "--graceful-timeout", "5",
+                "--limit-request-line", str(LIMIT_REQUEST_LINE)],
         "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         "beat": [python, "-m", "celery", "-A", "atlaso_site", "beat", "--loglevel", "INFO",
                  "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],

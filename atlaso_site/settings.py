@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ATLASO_VAR_DIR", BASE_DIR / "var"))
@@ -78,6 +79,27 @@ def env_secret(name: str) -> str:
     return value
 
 
+def database_pool_options() -> dict[str, object]:
+    """Django's psycopg pool per process when DATABASE_POOL_SIZE > 0, else {} (persistent connections).
+
+    A gunicorn gthread worker serves several requests at once, each on its own thread; the pool
+    lets them share `DATABASE_POOL_SIZE` connections instead of one kept per thread. With
+    CONN_HEALTH_CHECKS on, Django has the pool check a connection as it hands it out, so one the
+    server dropped is replaced, not returned.
+    """
+    size = env_int("DATABASE_POOL_SIZE", 0, low=0, high=100)
+    if not size:
+        return {}
+    return {
+        "pool": {
+            "min_size": min(2, size),
+            "max_size": size,
+            # A request waits this long for a free connection, then fails as `unavailable` (503).
+            "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, low=0.1, high=300.0),
+        }
+    }
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """A Django DATABASES entry from `postgres://user:pass@host:port/name` or `sqlite:///path`."""
     parts = urlsplit(url)
@@ -89,6 +111,7 @@ def database_from_url(url: str) -> dict[str, object]:
             f"DATABASE_URL scheme {parts.scheme!r} is not supported; use postgres:// or sqlite:///"
         )
     name = unquote(parts.path.lstrip("/"))
+    pool = database_pool_options()
     if not name:
         raise ImproperlyConfigured(
             "DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1/atlaso"
@@ -100,10 +123,12 @@ def database_from_url(url: str) -> dict[str, object]:
         "PASSWORD": unquote(parts.password or ""),
         "HOST": parts.hostname or "",
         "PORT": str(parts.port or ""),
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, low=0, high=3600),
+        # A pool (DATABASE_POOL_SIZE) hands each request a connection and takes it back at the
+        # end, so Django must not also keep one per thread: the two are exclusive.
+        "CONN_MAX_AGE": 0 if pool else env_int("DATABASE_CONN_MAX_AGE", 60, low=0, high=3600),
         "CONN_HEALTH_CHECKS": True,
         # JIT compiles a plan in 10–100 ms: a loss for queries that run in a few milliseconds.
-        "OPTIONS": {"options": "-c jit=off", **dict(parse_qsl(parts.query))},
+        "OPTIONS": {"options": "-c jit=off", **pool, **dict(parse_qsl(parts.query))},
         "TEST": {"NAME": f"test_{name}"},
     }
 
@@ -144,6 +169,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy header (SECURE_CSP below) on every response, static files too.
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "atlaso_site.middleware.ApiErrorEnvelopeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -176,6 +203,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # `csp_nonce`: django-htmx's script tags carry it (SECURE_CSP below).
+                "django.template.context_processors.csp",
                 "atlaso_site.lib.dashboard_access.dashboard",
             ],
             # The dashboard's template tags live in the kernel, which is not an app.
@@ -238,6 +267,47 @@ STORAGES = {
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# Served over TLS (ATLASO_TLS=true): plain HTTP is redirected to HTTPS, the session and CSRF
+# cookies are Secure, and HSTS tells browsers to use nothing but HTTPS for this host and its
+# subdomains for ATLASO_HSTS_SECONDS (a year; start lower to try it out), with `preload` so the
+# host may be submitted to the browsers' preload list. Off (the default), `make run` serves plain
+# HTTP on 127.0.0.1 as before. Behind a proxy that ends TLS, gunicorn takes the scheme from
+# X-Forwarded-Proto only when the proxy's address is in FORWARDED_ALLOW_IPS (gunicorn's own
+# variable, default 127.0.0.1,::1), so SECURE_PROXY_SSL_HEADER stays unset: Django would believe
+# that header from any client.
+ATLASO_TLS = env_bool("ATLASO_TLS", False)
+SECURE_SSL_REDIRECT = ATLASO_TLS
+SESSION_COOKIE_SECURE = ATLASO_TLS
+CSRF_COOKIE_SECURE = ATLASO_TLS
+SECURE_HSTS_SECONDS = env_int("ATLASO_HSTS_SECONDS", 31_536_000, low=1, high=63_072_000) if ATLASO_TLS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = ATLASO_TLS
+SECURE_HSTS_PRELOAD = ATLASO_TLS
+
+# Serving (atlaso_site/serve.py, which `make run` starts): gunicorn worker processes and the
+# threads of each, which serve requests at once. With PostgreSQL keep threads × workers within
+# its max_connections (100 by default), or set DATABASE_POOL_SIZE to share fewer connections.
+WEB_WORKERS = env_int("WEB_WORKERS", 2, low=1, high=64)
+WEB_THREADS = env_int("WEB_THREADS", 8, low=1, high=64)
+
+# Content-Security-Policy, always on: everything comes from this server. Scripts only from its
+# static files (no inline script, no eval: htmx runs with allowEval off; a page's own inline
+# script would need {{ csp_nonce }}); stylesheets only from its files (htmx's inline indicator
+# style is off, its rules are in atlaso.css). Style *attributes* are allowed: the meters and
+# bars set their width with one, a number the server computes, and an attribute runs no script.
+# Swagger UI's stylesheet draws its icons from data: URIs.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "style-src-attr": [CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # Login throttling, django-axes with its database handler (shared by every gunicorn worker):
 # 5 failures for one username, or from one address, lock that username or address out of

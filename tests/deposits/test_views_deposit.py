@@ -58,7 +58,7 @@ def test_a_reviewer_retracts_with_a_reason_and_sees_it_retracted():
     bag = split()
     client = logged_in("reviewer")
     page = client.get(bag.deposit_url(bag.negative[0])).content.decode()
-    assert ">Retract</button>" in page and "return confirm(" in page
+    assert ">Retract</button>" in page and 'data-confirm="Retract this deposit?' in page
     response = client.post(bag.deposit_url(bag.negative[0]) + "retract/", {"reason": "measured wrong"})
     assert response.status_code == 302 and response.url == bag.deposit_url(bag.negative[0])
     row = Deposit.objects.get(pk=bag.negative[0])
@@ -88,7 +88,7 @@ def test_an_operator_erases_and_lands_on_the_owner_page_with_a_message():
     bag = split()
     client = logged_in("operator")
     page = client.get(bag.deposit_url(bag.negative[0])).content.decode()
-    assert ">Erase</button>" in page and "return confirm('Erase this deposit" in page
+    assert ">Erase</button>" in page and 'data-confirm="Erase this deposit for good?' in page
     response = client.post(bag.deposit_url(bag.negative[0]) + "erase/", {"reason": "GDPR request 12"})
     assert response.status_code == 302 and response.url == "/owners/alice/"
     assert not Deposit.objects.filter(pk=bag.negative[0]).exists()

@@ -3,7 +3,8 @@
 Every test here is marked `e2e` (make test runs them once, on PostgreSQL). Without
 /usr/bin/chromium they skip with a message saying how to enable them, except under CI=true,
 where they fail: CI must run them. One browser serves the whole folder; each test gets a fresh
-context whose requests may reach only the live server (any other is blocked and fails the test).
+context whose requests may reach only the live server (any other is blocked and fails the test),
+and any Content-Security-Policy violation on any page it opens fails the test too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.db import connections
 from tests.e2e.browser import WIDTHS, screenshots_folder
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Route
+    from playwright.sync_api import Browser, ConsoleMessage, Page, Route
 
 CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).resolve().parent
@@ -111,6 +112,43 @@ def outside_requests(live_server: Any) -> OutsideRequests:
     return OutsideRequests(origin=urlsplit(live_server.url).netloc)
 
 
+# Reports each violation on the console, where CspViolations reads it. Playwright runs this
+# before the page's own scripts, and the page's policy does not apply to it.
+REPORT_CSP_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  console.error(`CSP violation: ${event.effectiveDirective} refused ${event.blockedURI || "inline"}`
+    + ` at ${event.sourceFile || document.location.pathname}:${event.lineNumber}`);
+});
+"""
+
+
+@dataclass
+class CspViolations:
+    """Content-Security-Policy violations the pages reported, with the page each was on."""
+
+    messages: list[str] = field(default_factory=list)
+
+    def watch(self, message: ConsoleMessage) -> None:
+        text = message.text
+        # Chromium logs "Refused to … because it violates the following Content Security Policy
+        # directive"; the event listener above logs the rest.
+        if "Content Security Policy" in text or text.startswith("CSP violation"):
+            self.messages.append(f"{message.page.url if message.page else '?'}: {text}")
+
+    def seen(self, page: Page, directive: str) -> bool:
+        """Whether the page's own violation event for `directive` came (it follows the refusal)."""
+        for _ in range(100):
+            if any(f"CSP violation: {directive}" in message for message in self.messages):
+                return True
+            page.wait_for_timeout(50)
+        return False
+
+
+@pytest.fixture
+def csp_violations() -> CspViolations:
+    return CspViolations()
+
+
 @pytest.fixture
 def page(
     browser: Browser,
@@ -118,6 +156,7 @@ def page(
     transactional_db: None,
     django_db_serialized_rollback: None,
     outside_requests: OutsideRequests,
+    csp_violations: CspViolations,
 ) -> Iterator[Page]:
     """A fresh browser context on the live server (relative URLs work); nothing else reachable.
 
@@ -127,11 +166,15 @@ def page(
     context = browser.new_context(base_url=live_server.url, viewport={"width": WIDTHS[0], "height": 800})
     context.set_default_timeout(10_000)
     context.route("**/*", outside_requests.guard)
+    context.add_init_script(REPORT_CSP_VIOLATIONS)
+    context.on("console", csp_violations.watch)
     tab = context.new_page()
     yield tab
     context.close()
     if outside_requests.urls:
         pytest.fail(f"the page tried to reach beyond the live server: {outside_requests.urls}", pytrace=False)
+    if csp_violations.messages:
+        pytest.fail(f"the Content-Security-Policy refused: {csp_violations.messages}", pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

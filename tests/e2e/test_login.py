@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from tests.cast import LOGINS, PASSWORD, make_login
 from tests.e2e.browser import login, screenshot
-from tests.e2e.conftest import OutsideRequests
+from tests.e2e.conftest import CspViolations, OutsideRequests
 
 WRONG = "Please enter a correct username and password"
 
@@ -100,9 +102,17 @@ def test_pages_load_everything_from_the_server_itself(page: Page, outside_reques
     assert outside_requests.urls == []
 
 
-def test_a_request_to_another_host_is_blocked_and_recorded(page: Page, outside_requests: OutsideRequests):
+def test_a_request_to_another_host_is_blocked_and_recorded(
+    page: Page, outside_requests: OutsideRequests, csp_violations: CspViolations
+):
     page.goto("/accounts/login/")
+    # The Content-Security-Policy refuses a script's request to another host before it is sent…
     failed = page.evaluate("fetch('https://example.com/tracker.js').then(() => 'reached', () => 'blocked')")
-    assert failed == "blocked"
+    assert failed == "blocked" and outside_requests.urls == []
+    assert csp_violations.seen(page, "connect-src")
+    csp_violations.messages.clear()  # seen: the policy works; the page fixture would fail the test
+    # …and the guard stops what the policy does not cover, such as going to another site.
+    with pytest.raises(PlaywrightError):
+        page.goto("https://example.com/tracker.js")
     assert outside_requests.urls == ["https://example.com/tracker.js"]
     outside_requests.urls.clear()  # seen: the guard works; the page fixture would fail the test
