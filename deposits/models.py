@@ -8,7 +8,9 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
-from django.db.models import Case, Exists, IntegerField, OuterRef, Q, Value, When
+from django.db.models import Case, Exists, FloatField, IntegerField, OuterRef, Q, Value, When
+from django.db.models.functions import Cast, Greatest
+from django.db.models.lookups import GreaterThan
 
 from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import DIRECTIONAL, POLARITIES
@@ -27,15 +29,8 @@ def _sum(expressions: list) -> object:
 
 
 class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
-    """The bag rules of deposits.domain.bags over the live counts, as ORM filters."""
-
-    def with_rules(self) -> ScopeBagQuerySet:
-        """Annotate `directional_kinds`, `directional` and `kept_kinds` for the rule filters."""
-        return self.annotate(
-            directional_kinds=_sum([_present(f"live_{p}") for p in DIRECTIONAL]),
-            directional=_sum([models.F(f"live_{p}") for p in DIRECTIONAL]),
-            kept_kinds=_sum([_present(f"kept_{p}") for p in DIRECTIONAL]),
-        )
+    """The bag rules of deposits.domain.bags as ORM filters, over the columns the database
+    keeps from the live counts (ScopeBag's generated fields)."""
 
     def holding_live(self) -> ScopeBagQuerySet:
         """Bags with at least one live deposit."""
@@ -45,18 +40,16 @@ class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
         return self.filter(condition)
 
     def in_conflict(self) -> ScopeBagQuerySet:
-        return self.with_rules().filter(directional_kinds__gte=CONFLICT_MIN_KINDS)
+        return self.filter(directional_kinds__gte=CONFLICT_MIN_KINDS)
 
     def not_in_conflict(self) -> ScopeBagQuerySet:
-        return self.with_rules().filter(directional_kinds__lt=CONFLICT_MIN_KINDS)
+        return self.filter(directional_kinds__lt=CONFLICT_MIN_KINDS)
 
     def confident(self) -> ScopeBagQuerySet:
-        return self.with_rules().filter(
-            directional_kinds__lt=CONFLICT_MIN_KINDS, directional__gt=THIN_MAX_DIRECTIONAL
-        )
+        return self.filter(directional_kinds__lt=CONFLICT_MIN_KINDS, directional__gt=THIN_MAX_DIRECTIONAL)
 
     def resolved(self) -> ScopeBagQuerySet:
-        return self.with_rules().filter(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
+        return self.filter(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
 
 
 class DepositQuerySet(models.QuerySet["Deposit"]):
@@ -104,6 +97,39 @@ class ScopeBag(models.Model):
     last_deposit_at = models.DateTimeField(null=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The bag rules' inputs, kept by the database from the counts above on every write (stored
+    # generated columns), so reading every bag (the deployment's health, the owners list) reads
+    # them instead of working them out row by row. deposits.domain.bags has the rules.
+    directional = models.GeneratedField(
+        expression=_sum([models.F(f"live_{p}") for p in DIRECTIONAL]),
+        output_field=IntegerField(),
+        db_persist=True,
+    )
+    directional_kinds = models.GeneratedField(
+        expression=_sum([_present(f"live_{p}") for p in DIRECTIONAL]),
+        output_field=IntegerField(),
+        db_persist=True,
+    )
+    kept_kinds = models.GeneratedField(
+        expression=_sum([_present(f"kept_{p}") for p in DIRECTIONAL]),
+        output_field=IntegerField(),
+        db_persist=True,
+    )
+    # The dominant polarity's share of the live directional deposits (Precision's input), null
+    # for a bag without one.
+    agreement = models.GeneratedField(
+        expression=Case(
+            When(
+                GreaterThan(_sum([models.F(f"live_{p}") for p in DIRECTIONAL]), 0),
+                then=Cast(Greatest(*(f"live_{p}" for p in DIRECTIONAL)), FloatField())
+                / Cast(_sum([models.F(f"live_{p}") for p in DIRECTIONAL]), FloatField()),
+            ),
+            default=None,
+            output_field=FloatField(),
+        ),
+        output_field=FloatField(),
+        db_persist=True,
+    )
 
     objects = ScopeBagQuerySet.as_manager()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,3 +118,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 ),
                 append=False,
             )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_caches() -> Iterator[None]:
+    """Each test starts with the process's caches empty: a rolled-back test's rows give their
+    ids to the next test's (SQLite), which a cache keyed by ids would take for the same rows."""
+    from diagnostics.selectors import forget_joined_points
+
+    forget_joined_points()
+    yield

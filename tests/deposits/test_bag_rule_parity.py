@@ -98,7 +98,7 @@ def _orm_flags(user: str) -> dict[str, dict[str, bool]]:
             "confident": bag.id in confident,
             "resolved": bag.id in resolved,
         }
-        for bag in bags.with_rules()
+        for bag in bags
     }
 
 

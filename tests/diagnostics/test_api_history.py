@@ -189,5 +189,22 @@ def test_the_pooled_deployment_sums_what_each_owner_counts(db):
     for name in ("live_bags", "singleton_bags", "multi_bags", "split_bags", "resolved_bags"):
         assert getattr(pooled.counts, name) == sum(getattr(t.counts, name) for t in owners.values()), name
     assert pooled.counts.agreement_sum == pytest.approx(sum(t.counts.agreement_sum for t in owners.values()))
+    # Two bags hold more than one directional claim, each split one to one: 1/2 + 1/2.
+    assert (pooled.counts.multi_bags, pooled.counts.agreement_sum) == (2, pytest.approx(1.0))
     assert pooled.deposit_count == 6
     assert pooled.conflict_bag_count == 2
+
+
+def test_a_trend_read_again_shows_a_new_snapshot_and_loses_a_deleted_one(admin):
+    """Reads of one window are not fetched twice while its rows are the same, so the second
+    read must see exactly what changed in between."""
+    now = timezone.now()
+    oldest = snapshot(None, now - timedelta(days=3), fmi=30)
+    snapshot(None, now - timedelta(days=2), fmi=40)
+    assert [p["fmi"] for p in admin.get("/diagnostics?days=7").body["points"]] == [30, 40]
+    assert [p["fmi"] for p in admin.get("/diagnostics?days=7").body["points"]] == [30, 40]
+    snapshot(None, now - timedelta(hours=1), fmi=50)
+    assert [p["fmi"] for p in admin.get("/diagnostics?days=7").body["points"]] == [30, 40, 50]
+    oldest.delete()  # as retention thins old snapshots
+    assert [p["fmi"] for p in admin.get("/diagnostics?days=7").body["points"]] == [40, 50]
+    assert [p["fmi"] for p in admin.get("/diagnostics?days=1").body["points"]] == [50]
