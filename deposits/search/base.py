@@ -45,7 +45,7 @@ class SearchBackend:
 
     #: FROM clause that yields deposits as `d`, joined to the text index.
     source_sql: str
-    #: WHERE fragment that applies the text query (one %s: the query string).
+    #: WHERE fragment that applies the text query (its parameters: `match_params`).
     match_sql: str
     #: The text rank of a match, higher is better.
     rank_sql: str
@@ -58,6 +58,10 @@ class SearchBackend:
     def rank_params(self, query: str) -> list[object]:
         """Parameters `rank_sql` takes, in order."""
         return []
+
+    def match_params(self, query: str, user_id: str) -> list[object]:
+        """Parameters `match_sql` takes, in order."""
+        return [query]
 
     def search(self, request: SearchRequest) -> tuple[list[Candidate], Aggregates, set[str]]:
         """(top candidates per class, aggregates over every match, ids of superseded hits)."""
@@ -79,10 +83,15 @@ b AS MATERIALIZED (
     FROM deposits_scopebag bag
     WHERE bag.user_id = %s AND bag.id IN (SELECT DISTINCT m.bag_id FROM m)
 ),
+c AS (
+    -- Each match's class; a lookup in the conflict bags, which SQLite indexes and PostgreSQL
+    -- hashes (a join of two CTEs has neither index in SQLite: it compared every pair).
+    SELECT m.*, m.bag_id IN (SELECT b.id FROM b WHERE b.in_conflict) AS in_conflict FROM m
+),
 r AS (
-    SELECT m.id, m.bag_id, m.polarity, m.score, b.in_conflict, m.superseded,
-           row_number() OVER (PARTITION BY b.in_conflict, m.polarity ORDER BY m.score DESC, m.id) AS place
-    FROM m JOIN b ON b.id = m.bag_id
+    SELECT c.id, c.bag_id, c.polarity, c.score, c.in_conflict, c.superseded,
+           row_number() OVER (PARTITION BY c.in_conflict, c.polarity ORDER BY c.score DESC, c.id) AS place
+    FROM c
 )
 SELECT 0, r.id, r.bag_id, r.polarity, r.score, r.in_conflict, r.superseded, 0, 0 FROM r WHERE r.place <= %s
 UNION ALL
@@ -97,7 +106,7 @@ FROM b
             *self.rank_params(query),
             adapt(request.now),
             request.user_id,
-            query,
+            *self.match_params(query, request.user_id),
             request.user_id,
             *([] if request.include_superseded else [request.user_id]),
             *request.facets.values(),

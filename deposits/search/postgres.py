@@ -1,33 +1,220 @@
 """PostgreSQL: a generated `tsvector` over content + scope note, GIN-indexed as
 (user_id, polarity, tsv); each bag also keeps the lexemes of its live deposits.
 
-A query for a common word can match most of an owner's deposits, so recall never walks and
-sorts every match: the aggregate flags come from the owner's bags (a bag matches when any
-of its live deposits does, which is exactly what an OR-of-words query on the union of their
-lexemes says), and the best hits come from one top-N per polarity over that polarity's index
-entries, plus the few matches in conflict bags.
+A query for a common word can match most of an owner's deposits, so recall never reads and
+sorts every match:
+
+- the aggregate flags come from the owner's bags (a bag matches when any of its live deposits
+  does, which is exactly what an OR-of-words query on the union of their lexemes says);
+- the best hits of each (conflict?, polarity) class come from a walk newest first, window by
+  window, that stops once no older match can enter the class's top N. The stop is proven:
+  `ts_rank` gives each query lexeme a document holds less than 0.1 and divides by the number
+  of lexemes, and the recency decay only falls with age. Matches that would keep that bound
+  high (rare lexemes, documents holding several of the common ones) are scored in full first,
+  so the walk only has to beat the few lexemes a walked match can hold.
 """
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
-from datetime import timedelta
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import combinations
 
 from django.db import connection
 
-from deposits.domain.recall import Candidate, decay
+from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
 from deposits.sqlrules import confident_sql, in_conflict_sql, live_sql
 
 TS_CONFIG = "english"
-# ts_rank of an unweighted tsvector against an OR of plain words never exceeds 0.1: each word
-# adds at most 0.1·Σ1/j²/(π²/6) < 0.1 and the sum is divided by the number of words.
-MAX_TEXT_RANK = 0.1
-# Past this many matching bags a word is common: walk its matches newest first instead.
-DENSE_BAGS = 3000
-NEWEST_FIRST_CHUNK = 256
-NEWEST_FIRST_MAX_CHUNK = 8192
+# calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,
+# for each query lexeme a document holds, 0.1·Σ1/j²/1.6449… < 0.1, and divides the sum by the
+# number of distinct query lexemes. So a document holding m of the query's k lexemes ranks
+# below 0.1·m/k.
+MAX_LEXEME_RANK = 0.1
+# Up to this many expected matches, scoring them all (one scan of the GIN index) costs less than
+# walking: a walk reads every deposit of its windows by time, matching or not, a round trip each.
+SCORE_ALL_MATCHES = 5000
+# Else the rarest lexemes are scored in full while expected in this many deposits together, and
+# so is the set of deposits holding several of the walked lexemes, when expected this small.
+FULL_MATCHES = 1500
+TIER_MATCHES = 5000
+# At most this many AND-clauses in the tsquery of a tier ("two of these five words").
+MAX_TIER_CLAUSES = 64
+# The walk's first window, and how much each later one may grow: towards the age that closes a
+# full class, or, for a class with too few matches yet, by their rate so far.
+FIRST_WINDOW_DAYS = 2.0
+WINDOW_GROWTH = 4.0
+SPARSE_GROWTH = 16.0
+# Past this age a window reads everything older.
+ALL_OLDER_DAYS = 36500.0
+# pg_stats' lexeme frequencies are read once per this many seconds per database.
+LEXEME_STATS_SECONDS = 600.0
+
+_lexeme_stats: dict[str, tuple[float, dict[str, float] | None, float]] = {}
+
+
+def lexeme_shares() -> tuple[dict[str, float], float] | None:
+    """Share of deposits holding each common lexeme (ANALYZE's sample), and the share below which
+    the rest lie; None before the table was analyzed. Only steers the plan, never the answer."""
+    name = str(connection.settings_dict["NAME"])
+    read_at, shares, floor = _lexeme_stats.get(name, (-math.inf, None, 0.0))
+    if time.monotonic() - read_at > LEXEME_STATS_SECONDS:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs::text::float8[] "
+                "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'deposits_deposit' "
+                "AND attname = 'search_vector'"
+            )
+            row = cursor.fetchone()
+        shares, floor = None, 0.0
+        if row is not None and row[0]:
+            elements, frequencies = row
+            # After one frequency per element: the lowest and highest of them, then the null share.
+            shares, floor = dict(zip(elements, frequencies, strict=False)), float(frequencies[len(elements)])
+        _lexeme_stats[name] = (time.monotonic(), shares, floor)
+    return None if shares is None else (shares, floor)
+
+
+def or_lexemes(tsquery: str) -> list[str] | None:
+    """The distinct lexemes of a tsquery that is a plain OR of lexemes; None for any other shape.
+
+    to_tsquery of OR-joined words is that shape unless the parser splits a word into a phrase,
+    whose rank is not bounded the same way; such a query is scored in full.
+    """
+    lexemes = []
+    for part in tsquery.split(" | ") if tsquery else []:
+        inner = part[1:-1]
+        if len(part) < 2 or part[0] != "'" or part[-1] != "'" or "\\" in inner:
+            return None
+        if "'" in inner.replace("''", ""):
+            return None
+        lexemes.append(inner.replace("''", "'"))
+    return list(dict.fromkeys(lexemes))
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken as is (no stemming, no stop words)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _any_of(lexemes: Iterable[str]) -> str:
+    return " | ".join(_quoted(lexeme) for lexeme in lexemes)
+
+
+def _at_least(shares: Sequence[float], count: int) -> float:
+    """Chance that at least `count` of independent events with these chances happen."""
+    held = [1.0]
+    for share in shares:
+        after = [0.0] * (len(held) + 1)
+        for number, chance in enumerate(held):
+            after[number] += chance * (1 - share)
+            after[number + 1] += chance * share
+        held = after
+    return sum(held[count:])
+
+
+@dataclass(frozen=True, slots=True)
+class WalkPlan:
+    """Which matches are scored in full, which are walked newest first, and the walk's bound."""
+
+    full: str | None  # tsquery (lexemes as is) of the matches scored in full
+    walk: str | None  # tsquery of the matches walked newest first
+    bound: float  # a walked match outside `full` ranks below this
+
+
+def walk_plan(
+    lexemes: list[str], expected_matches: int, shares: tuple[dict[str, float], float] | None
+) -> WalkPlan:
+    """Split the query so the walk's bound is as low as a cheap full scoring allows.
+
+    Two ways, the lower bound wins (then the cheaper): the rarest lexemes scored in full (at most
+    FULL_MATCHES expected matches together), or none; then, of the lexemes left, the deposits
+    holding at least `tier` of them, when expected at most TIER_MATCHES. A walked match holds
+    none of the former and fewer than `tier` of the latter, so it ranks below 0.1·(tier − 1)/k.
+    """
+    everything = _any_of(lexemes)
+    if expected_matches <= SCORE_ALL_MATCHES:
+        return WalkPlan(everything, None, 0.0)
+    if shares is None:
+        expected = dict.fromkeys(lexemes, float(expected_matches))
+    else:
+        share_of, floor = shares
+        expected = {lexeme: min(1.0, share_of.get(lexeme, floor)) * expected_matches for lexeme in lexemes}
+    if expected_matches * (1 - math.prod(1 - expected[lexeme] / expected_matches for lexeme in lexemes)) <= (
+        SCORE_ALL_MATCHES
+    ):
+        return WalkPlan(everything, None, 0.0)
+    rarest: list[str] = []
+    for lexeme in sorted(lexemes, key=lambda lexeme: expected[lexeme]):
+        if sum(expected[r] for r in rarest) + expected[lexeme] > FULL_MATCHES:
+            break
+        rarest.append(lexeme)
+    options = []
+    for rare in ([], rarest):
+        walked = [lexeme for lexeme in lexemes if lexeme not in rare]
+        cost = sum(expected[lexeme] for lexeme in rare)
+        if not walked:
+            options.append((0.0, cost, WalkPlan(everything, None, 0.0)))
+            continue
+        clauses, held = [_quoted(lexeme) for lexeme in rare], len(walked)
+        chances = [expected[lexeme] / expected_matches for lexeme in walked]
+        for tier in range(2, len(walked) + 1):
+            if math.comb(len(walked), tier) > MAX_TIER_CLAUSES:
+                break
+            holding = expected_matches * _at_least(chances, tier)
+            if holding <= TIER_MATCHES:
+                clauses += [
+                    "(" + " & ".join(map(_quoted, group)) + ")" for group in combinations(walked, tier)
+                ]
+                held, cost = tier - 1, cost + holding
+                break
+        bound = MAX_LEXEME_RANK * held / len(lexemes)
+        options.append((bound, cost, WalkPlan(" | ".join(clauses) or None, _any_of(walked), bound)))
+    return min(options, key=lambda option: option[:2])[2]
+
+
+@dataclass(frozen=True, slots=True)
+class _Matched:
+    aggregates: Aggregates
+    conflict_bags: list[str]
+    tsquery: str
+    # Live deposits of the matching bags per (conflict?, polarity): at least their matches.
+    live: dict[tuple[bool, str], int]
+
+    @property
+    def deposits(self) -> int:
+        return sum(self.live.values())
+
+
+@dataclass
+class _Window:
+    """How far the walk has read: the next window holds the matches younger than `lower` days
+    (None: every older one) and not younger than `upper` days (None: up to the newest)."""
+
+    lower: float | None
+    upper: float | None = None
+
+
+@dataclass
+class _Class:
+    best: list[Candidate] = field(default_factory=list)
+    open: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """The matches of one tsquery, narrowed by a WHERE fragment of its own (a time window)."""
+
+    matches: str
+    matches_params: list[object]
+    where: str = ""
+    where_params: list[object] = field(default_factory=list)
 
 
 class PostgresBackend(SearchBackend):
@@ -50,13 +237,25 @@ class PostgresBackend(SearchBackend):
             # Bags keep only their live lexemes; the superseded view walks the matches instead.
             return super().search(request)
         query = self.text_query(request.words)
-        aggregates, conflict_bags = self._bag_aggregates(request, query)
-        if aggregates.bag_count == 0:
-            return [], aggregates, set()
-        return self._candidates(request, query, conflict_bags, aggregates.bag_count), aggregates, set()
+        matched = self._matching_bags(request, query)
+        if matched.aggregates.bag_count == 0:
+            return [], matched.aggregates, set()
+        lexemes = or_lexemes(matched.tsquery)
+        expected = matched.deposits
+        if lexemes is None:
+            plan = WalkPlan(None, None, 0.0)
+        else:
+            plan = walk_plan(lexemes, expected, lexeme_shares() if expected > FULL_MATCHES else None)
+        return self._best_per_class(request, query, matched, plan), matched.aggregates, set()
 
-    def _bag_aggregates(self, request: SearchRequest, query: str) -> tuple[Aggregates, list[str]]:
+    def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
+        in_conflict = in_conflict_sql("bag")
+        sides = [(side, p) for side in (True, False) for p in POLARITIES]
+        live = ",\n       ".join(
+            f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}({in_conflict})), 0)"
+            for side, p in sides
+        )
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 matched AS (
@@ -72,141 +271,160 @@ matched AS (
     )
 )
 SELECT count(*),
-       count(*) FILTER (WHERE {in_conflict_sql("bag")}),
+       count(*) FILTER (WHERE {in_conflict}),
        count(*) FILTER (WHERE {confident_sql("bag")}),
-       coalesce(array_agg(bag.id) FILTER (WHERE {in_conflict_sql("bag")}), '{{}}')
+       coalesce(array_agg(bag.id) FILTER (WHERE {in_conflict}), '{{}}'),
+       (SELECT q.q::text FROM q),
+       {live}
 FROM matched bag
 """
         facet_values = list(request.facets.values())
         with connection.cursor() as cursor:
             cursor.execute(sql, [query, request.user_id, *facet_values, request.user_id, *facet_values])
-            bags, conflicts, confident, conflict_ids = cursor.fetchone()
-        return Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident), list(
-            conflict_ids
+            bags, conflicts, confident, conflict_ids, tsquery, *counts = cursor.fetchone()
+        return _Matched(
+            Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident),
+            list(conflict_ids),
+            tsquery or "",
+            {side: int(count) for side, count in zip(sides, counts, strict=True)},
         )
-
-    def _candidates(
-        self, request: SearchRequest, query: str, conflict_bags: list[str], matching_bags: int
-    ) -> list[Candidate]:
-        """The best `per_class` hits of each (conflict?, polarity) class, by score."""
-        found = self._conflict_candidates(request, query, conflict_bags)
-        # The newest-first walk stops early only when a match's rank is near its bound, which
-        # holds for one word; several words rank most matches far below it.
-        if len(request.words) > 1 or matching_bags <= DENSE_BAGS:
-            return found + self._top_by_polarity(request, query, conflict_bags)
-        for polarity in POLARITIES:
-            found += self._newest_first(request, query, conflict_bags, polarity)
-        return found
-
-    def _live(self, request: SearchRequest) -> tuple[str, list[object]]:
-        """WHERE fragment for a live match of the owner (with `q` in scope), and its parameters."""
-        sql = f"d.user_id = %s AND d.search_vector @@ q.q AND {live_sql('d', owner_param=True)}" + "".join(
-            f" AND d.scope_{name} = %s" for name in request.facets
-        )
-        return sql, [request.user_id, request.user_id, *request.facets.values()]
 
     def _score(self) -> str:
-        """Text rank × recency decay; one parameter: now."""
+        """Text rank × recency decay, as the statement that scores every match has it; one
+        parameter: now."""
         return f"ts_rank(d.search_vector, q.q) * exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
 
-    def _fetch(self, sql: str, params: list[object], in_conflict: bool) -> list[Candidate]:
+    def _best_per_class(
+        self, request: SearchRequest, query: str, matched: _Matched, plan: WalkPlan
+    ) -> list[Candidate]:
+        """The best `per_class` hits of each (conflict?, polarity) class, by score, exactly."""
+        # A class whose matching bags hold no live deposit of its polarity has no match.
+        classes = {key: _Class(open=count > 0) for key, count in matched.live.items()}
+        parts: list[_Part] = []
+        if plan.full or not plan.walk:
+            # Scored in full: the whole query when nothing is walked (also a query whose rank
+            # has no bound), else the matches that would keep the walk's bound high.
+            parts.append(_Part("q.q", []) if plan.full is None else _Part("%s::tsquery", [plan.full]))
+        window = _Window(FIRST_WINDOW_DAYS)
+        while True:
+            walking = plan.walk is not None and any(entry.open for entry in classes.values())
+            if walking:
+                parts.append(self._window(window, classes, plan, request.now))
+            if not parts:
+                break
+            self._run(request, query, matched.conflict_bags, parts, classes)
+            if not walking:
+                break
+            self._advance(window, classes, plan.bound, request.per_class)
+            parts = []
+        return [candidate for entry in classes.values() for candidate in entry.best]
+
+    def _window(
+        self, window: _Window, classes: dict[tuple[bool, str], _Class], plan: WalkPlan, now: datetime
+    ) -> _Part:
+        """The walk's next window: the open polarities' matches within its time span, less those
+        scored in full."""
+        polarities = [p for p in POLARITIES if classes[(True, p)].open or classes[(False, p)].open]
+        where, params = " AND d.polarity = ANY(%s::text[])", [polarities]
+        if window.lower is not None:
+            where += " AND d.created_at >= %s"
+            params.append(now - timedelta(days=window.lower))
+        if window.upper is not None:
+            where += " AND d.created_at < %s"
+            params.append(now - timedelta(days=window.upper))
+        if plan.full:
+            where += " AND NOT (d.search_vector @@ %s::tsquery)"
+            params.append(plan.full)
+        return _Part("%s::tsquery", [plan.walk], where, params)
+
+    def _run(
+        self,
+        request: SearchRequest,
+        query: str,
+        conflict_bags: list[str],
+        parts: list[_Part],
+        classes: dict[tuple[bool, str], _Class],
+    ) -> None:
+        """Read the parts' matches once, and keep the best of each open class."""
+        live = live_sql("d", owner_param=True) + "".join(
+            f" AND d.scope_{name} = %s" for name in request.facets
+        )
+        reads = "\n    UNION ALL".join(
+            f"""
+    SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
+           d.bag_id IN (SELECT cb.id FROM cb) AS in_conflict
+    FROM q, deposits_deposit d
+    WHERE d.user_id = %s AND d.search_vector @@ {part.matches} AND {live}{part.where}"""
+            for part in parts
+        )
+        # The matches are read once; each class's best is then a bounded top-N over them, which
+        # costs far less than sorting them all. The conflict bags are sent once.
+        sql = f"""
+WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q), cb AS (SELECT unnest(%s::text[]) AS id),
+m AS MATERIALIZED ({reads}
+)
+SELECT x.id, x.bag_id, x.polarity, x.score, c.in_conflict
+FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LATERAL (
+    SELECT m.id, m.bag_id, m.polarity, m.score FROM m
+    WHERE m.in_conflict = c.in_conflict AND m.polarity = c.polarity
+    ORDER BY m.score DESC, m.id LIMIT %s
+) x"""
+        params: list[object] = [query, conflict_bags]
+        for part in parts:
+            params += [
+                request.now,
+                request.user_id,
+                *part.matches_params,
+                request.user_id,
+                *request.facets.values(),
+                *part.where_params,
+            ]
+        wanted = [key for key, entry in classes.items() if entry.open]
+        params += [[key[0] for key in wanted], [key[1] for key in wanted], request.per_class]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return [
-                Candidate(str(uuid.UUID(str(i))), bag_id, polarity, float(score), in_conflict)
-                for i, bag_id, polarity, score, *_ in cursor.fetchall()
-            ]
+            rows = cursor.fetchall()
+        touched = set()
+        for raw_id, bag_id, polarity, score, in_conflict in rows:
+            key = (in_conflict, polarity)
+            classes[key].best.append(
+                Candidate(str(uuid.UUID(str(raw_id))), bag_id, polarity, float(score), in_conflict)
+            )
+            touched.add(key)
+        for key in touched:
+            best = classes[key].best
+            best.sort(key=lambda candidate: (-candidate.score, candidate.id))
+            del best[request.per_class :]
 
-    def _conflict_candidates(
-        self, request: SearchRequest, query: str, conflict_bags: list[str]
-    ) -> list[Candidate]:
-        """Every polarity's best matches in the conflict bags, which are few: read by bag."""
-        if not conflict_bags:
-            return []
-        live, live_params = self._live(request)
-        sql = f"""
-WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q)
-SELECT y.id, y.bag_id, y.polarity, y.score FROM (
-    SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
-           row_number() OVER (PARTITION BY d.polarity ORDER BY {self._score()} DESC, d.id) AS place
-    FROM q, unnest(%s::text[]) AS cb(id)
-    JOIN deposits_deposit d ON d.user_id = %s AND d.bag_id = cb.id
-    WHERE {live}
-) y WHERE y.place <= %s
-"""
-        params = [
-            query,
-            request.now,
-            request.now,
-            conflict_bags,
-            request.user_id,
-            *live_params,
-            request.per_class,
-        ]
-        return self._fetch(sql, params, True)
+    def _advance(
+        self, window: _Window, classes: dict[tuple[bool, str], _Class], bound: float, per_class: int
+    ) -> None:
+        """Close the classes no older match can enter, and choose the next window.
 
-    def _top_by_polarity(
-        self, request: SearchRequest, query: str, conflict_bags: list[str]
-    ) -> list[Candidate]:
-        """Few matches: score them all, one top-N per polarity from the (user, polarity, tsv) index."""
-        live, live_params = self._live(request)
-        # The conflict bags' list is sent as a literal, so the planner hashes it once.
-        sql = f"""
-WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q)
-SELECT x.id, x.bag_id, x.polarity, x.score FROM q, unnest(%s::text[]) AS pol(p) CROSS JOIN LATERAL (
-    SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score FROM deposits_deposit d
-    WHERE d.polarity = pol.p AND {live} AND NOT (d.bag_id = ANY(%s::text[]))
-    ORDER BY score DESC, d.id LIMIT %s
-) x
-"""
-        params = [query, list(POLARITIES), request.now, *live_params, conflict_bags, request.per_class]
-        return self._fetch(sql, params, False)
-
-    def _newest_first(
-        self, request: SearchRequest, query: str, conflict_bags: list[str], polarity: str
-    ) -> list[Candidate]:
-        """Many matches: walk them newest first and stop once no older one can make the top N.
-
-        A match of age a scores at most MAX_TEXT_RANK × decay(a), and decay only falls with
-        age, so once the N-th best score seen beats that bound for the oldest row read, the
-        rest cannot enter. Exact, and it reads a few days' worth of a common word's matches.
+        A match older than the window's edge ranks below `bound` and has decayed below
+        decay(edge), so once a class's N-th best beats bound × decay(edge), none can enter it.
         """
-        live, live_params = self._live(request)
-        sql = f"""
-WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q)
-SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score, d.created_at
-FROM q, deposits_deposit d
-WHERE d.polarity = %s AND {live} AND NOT (d.bag_id = ANY(%s::text[]))
-  AND d.created_at <= %s AND (d.created_at, d.id) < (%s, %s)
-ORDER BY d.created_at DESC, d.id DESC LIMIT %s
-"""
-        best: list[Candidate] = []
-        # Keyset paging on (created_at, id): a batch write gives many rows one timestamp.
-        after_time, after_id = request.now + timedelta(days=1), uuid.UUID(int=2**128 - 1)
-        chunk = NEWEST_FIRST_CHUNK
-        while True:
-            params = [
-                query,
-                request.now,
-                polarity,
-                *live_params,
-                conflict_bags,
-                after_time,
-                after_time,
-                after_id,
-                chunk,
-            ]
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                rows = cursor.fetchall()
-            for i, bag_id, pol, score, _ in rows:
-                best.append(Candidate(str(uuid.UUID(str(i))), bag_id, pol, float(score), False))
-            best = sorted(best, key=lambda c: (-c.score, c.id))[: request.per_class]
-            if len(rows) < chunk:
-                return best  # every match of this polarity has been read
-            after_id, after_time = rows[-1][0], rows[-1][4]
-            age_days = (request.now - after_time).total_seconds() / 86400
-            bound = MAX_TEXT_RANK * decay(age_days, polarity)
-            if len(best) == request.per_class and best[-1].score > bound:
-                return best
-            chunk = min(chunk * 2, NEWEST_FIRST_MAX_CHUNK)
+        if window.lower is None:
+            for entry in classes.values():
+                entry.open = False
+            return
+        edge = window.lower
+        lower = edge
+        for (_, polarity), entry in classes.items():
+            if not entry.open:
+                continue
+            if len(entry.best) == per_class:
+                nth = entry.best[-1].score
+                if nth > bound * decay(edge, polarity):
+                    entry.open = False
+                    continue
+                # The age past which this N-th best beats every older match; read at most
+                # WINDOW_GROWTH times further, as the matches on the way may close it sooner.
+                needed = HALF_LIFE_DAYS[polarity] * math.log2(bound / nth) * (1 + 1e-9)
+                lower = max(lower, min(needed, edge * WINDOW_GROWTH))
+            elif entry.best:
+                # Too few yet: read as far again as these took, times how many are missing.
+                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * per_class / len(entry.best)))
+            else:
+                lower = max(lower, edge * SPARSE_GROWTH)
+        window.upper, window.lower = edge, None if lower > ALL_OLDER_DAYS else lower

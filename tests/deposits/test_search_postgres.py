@@ -3,21 +3,53 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+import deposits.search.postgres as postgres
 from deposits.domain.recall import query_words, slice_hits
 from deposits.search import SearchRequest
 from deposits.search.base import SearchBackend
-from deposits.search.postgres import PostgresBackend
+from deposits.search.postgres import PostgresBackend, or_lexemes, walk_plan
 from deposits.services import deposit_add_many, deposit_contradict, deposit_retract
 from tests.deposits.scenario import claim, clock
 
 pytestmark = pytest.mark.django_db
 WORDS = ["threshold", "latency", "retry", "cache", "drift", "canary", "quokka", "harbor"]
+
+# How the fast path can be made to answer a small store; each must give the same answer.
+PATHS: dict[str, dict[str, Any]] = {
+    # Every match scored in full (one top-N per class).
+    "score all": {"SCORE_ALL_MATCHES": 10**9},
+    # Every lexeme walked newest first, in small windows, with the plain bound 0.1.
+    "walk": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 0, "FIRST_WINDOW_DAYS": 0.5},
+    # The deposits holding two or more of the words scored in full, the rest walked under 0.1/k.
+    "tiers": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 10**9, "FIRST_WINDOW_DAYS": 0.5},
+    # The rare words scored in full, the common ones walked.
+    "rare in full": {
+        "SCORE_ALL_MATCHES": 0,
+        "FULL_MATCHES": 40,
+        "TIER_MATCHES": 0,
+        "FIRST_WINDOW_DAYS": 0.5,
+        "lexeme_shares": lambda: ({"threshold": 0.5, "latenc": 0.4}, 0.01),
+    },
+}
+
+
+@contextmanager
+def path(name: str) -> Iterator[None]:
+    with ExitStack() as stack:
+        for attribute, value in PATHS[name].items():
+            stack.enter_context(mock.patch.object(postgres, attribute, value))
+        yield
 
 
 @pytest.fixture
@@ -56,38 +88,114 @@ def store(on_postgres: None) -> None:
         )
 
 
-def both_ways(query: str, limit: int, facets: dict | None = None) -> tuple:
-    backend = PostgresBackend()
-    request = SearchRequest(
+def request_for(query: str, limit: int, facets: dict | None = None) -> SearchRequest:
+    return SearchRequest(
         user_id="owner", words=query_words(query), now=timezone.now(), per_class=limit, facets=facets or {}
     )
-    walked = SearchBackend.search(backend, request)
-    fast_paths = []
-    for dense in (0, 10**9):  # 0: every polarity walked newest first; huge: one top-N per polarity
-        # Small chunks, so the walk pages several times and stops early on its bound.
-        with (
-            mock.patch("deposits.search.postgres.DENSE_BAGS", dense),
-            mock.patch("deposits.search.postgres.NEWEST_FIRST_CHUNK", 8),
-        ):
-            fast_paths.append(backend.search(request))
-    return walked, fast_paths
 
 
 @pytest.mark.parametrize(
-    "query", ["threshold", "latency", "quokka", "drift canary", "threshold latency retry"]
+    "query", ["threshold", "latency", "quokka", "drift canary", "threshold latency retry", "the threshold"]
 )
-@pytest.mark.parametrize("limit", [1, 5, 10, 40])
-def test_the_fast_paths_find_the_same_hits_and_flags_as_scoring_every_match(store, query, limit):
-    (walked, aggregates, _), fast_paths = both_ways(query, limit)
-    expected = [c.id for c in slice_hits(walked, limit)]
-    assert expected, "the scenario should match something"
-    for candidates, fast_aggregates, _ in fast_paths:
-        assert fast_aggregates == aggregates
-        assert [c.id for c in slice_hits(candidates, limit)] == expected
+def test_every_fast_path_finds_the_same_hits_and_flags_as_scoring_every_match(store, query):
+    for limit in (1, 5, 10, 40):
+        request = request_for(query, limit)
+        walked, aggregates, _ = SearchBackend.search(PostgresBackend(), request)
+        expected = [c.id for c in slice_hits(walked, limit)]
+        assert expected, "the scenario should match something"
+        for name in PATHS:
+            with path(name):
+                candidates, fast_aggregates, _ = PostgresBackend().search(request)
+            assert fast_aggregates == aggregates, (name, limit)
+            assert [c.id for c in slice_hits(candidates, limit)] == expected, (name, limit)
 
 
-def test_the_fast_paths_honour_a_scope_filter(store):
-    (walked, aggregates, _), fast_paths = both_ways("threshold", 10, {"model": "m3"})
-    for candidates, fast_aggregates, _ in fast_paths:
-        assert fast_aggregates == aggregates
-        assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(walked, 10)]
+def test_every_fast_path_honours_a_scope_filter(store):
+    request = request_for("threshold latency", 10, {"model": "m3"})
+    walked, aggregates, _ = SearchBackend.search(PostgresBackend(), request)
+    for name in PATHS:
+        with path(name):
+            candidates, fast_aggregates, _ = PostgresBackend().search(request)
+        assert fast_aggregates == aggregates, name
+        assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(walked, 10)], name
+
+
+def test_the_walk_stops_before_the_oldest_matches_when_newer_ones_fill_every_class(on_postgres):
+    """The point of the walk: a common word's old matches are never read."""
+    now = timezone.now()
+    old = [claim(p, "threshold threshold threshold", {"env": "old"}) for p in ["positive", "negative"] * 30]
+    new = [claim(p, "threshold threshold threshold", {"env": "new"}) for p in ["positive", "negative"] * 30]
+    for moment, bodies in ((now - timedelta(days=3000), old), (now - timedelta(hours=1), new)):
+        items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
+        with clock(moment):
+            deposit_add_many(user_id="owner", items=items, channel="agent-a")
+    request = request_for("threshold", 10)
+    with path("walk"), CaptureQueriesContext(connection) as queries:
+        candidates, _, _ = PostgresBackend().search(request)
+    assert {c.polarity for c in slice_hits(candidates, 10)} == {"positive", "negative"}
+    walked = [q["sql"] for q in queries.captured_queries if "cb AS (" in q["sql"]]
+    assert walked, "the walk read by window"
+    assert all("d.created_at >=" in sql for sql in walked), "no window reached the 3,000-day-old matches"
+
+
+def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres):
+    """The walk stops only when no older match can win: four "threshold"s written two days ago
+    (rank 0.087 × decay 0.91) beat ten single ones written an hour ago (0.061 × 1.0)."""
+    now = timezone.now()
+    newer = [
+        {**claim("positive", f"threshold note {i}", {"env": f"e{i}"}), "idempotency_key": f"n{i}"}
+        for i in range(10)
+    ]
+    older = {
+        **claim("positive", "threshold threshold threshold threshold", {"env": "old"}),
+        "idempotency_key": "o",
+    }
+    with clock(now - timedelta(days=2)):
+        (winner,) = deposit_add_many(user_id="owner", items=[older], channel="agent-a").committed
+    with clock(now - timedelta(hours=1)):
+        deposit_add_many(user_id="owner", items=newer, channel="agent-a")
+    request = request_for("threshold", 10)
+    walked, _, _ = SearchBackend.search(PostgresBackend(), request)
+    with path("walk"):
+        candidates, _, _ = PostgresBackend().search(request)
+    assert slice_hits(candidates, 10)[0].id == winner.id == slice_hits(walked, 10)[0].id
+
+
+def test_a_query_whose_rank_has_no_bound_is_scored_in_full(store):
+    """A tsquery that is not a plain OR of lexemes (a word the parser splits) is never walked."""
+    request = request_for("threshold latency", 10)
+    walked, aggregates, _ = SearchBackend.search(PostgresBackend(), request)
+    with path("walk"), mock.patch.object(postgres, "or_lexemes", return_value=None):
+        candidates, fast_aggregates, _ = PostgresBackend().search(request)
+    assert fast_aggregates == aggregates
+    assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(walked, 10)]
+
+
+@pytest.mark.parametrize(
+    ("tsquery", "lexemes"),
+    [
+        ("'threshold' | 'latenc'", ["threshold", "latenc"]),
+        ("'score' | 'score'", ["score"]),
+        ("'quokka'", ["quokka"]),
+        ("", []),
+        ("'o''brien'", ["o'brien"]),
+        ("'co' <-> '2'", None),
+        ("'a' & 'b'", None),
+        ("!'a'", None),
+    ],
+)
+def test_only_a_plain_or_of_lexemes_has_a_rank_bound(tsquery, lexemes):
+    assert or_lexemes(tsquery) == lexemes
+
+
+def test_a_walked_match_of_a_tiered_plan_can_hold_only_one_of_the_words():
+    shares = ({"memori": 0.1, "error": 0.09, "rate": 0.08}, 0.001)
+    plan = walk_plan(["memori", "error", "rate"], 100_000, shares)
+    assert plan.full == "('memori' & 'error') | ('memori' & 'rate') | ('error' & 'rate')"
+    assert plan.walk == "'memori' | 'error' | 'rate'"
+    assert plan.bound == pytest.approx(0.1 / 3)
+
+
+def test_few_expected_matches_are_scored_in_full_without_a_walk():
+    plan = walk_plan(["quokka", "pulsar"], 100_000, ({"quokka": 0.007, "pulsar": 0.008}, 0.001))
+    assert (plan.full, plan.walk) == ("'quokka' | 'pulsar'", None)
