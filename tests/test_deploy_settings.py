@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from atlaso_site.serve import LIMIT_REQUEST_LINE, commands
 from beliefs.services import api_key_create
@@ -46,11 +48,25 @@ def production_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def suite_database() -> dict[str, str]:
+    """DATABASE_URL naming the suite's own PostgreSQL database, which exists while it runs.
+
+    `check` asks the database server what it supports (stored generated columns), so it needs
+    one that exists; the suite's DATABASE_URL names a database pytest never creates. With
+    SQLite, `check` opens a file of its own.
+    """
+    if connection.vendor != "postgresql":
+        return {}
+    db = connection.settings_dict
+    login = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
+    return {"DATABASE_URL": f"postgres://{login}@{db['HOST']}:{db['PORT'] or 5432}/{quote(db['NAME'])}"}
+
+
 def check_deploy(**extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
-        env=production_env(**extra),
+        env=production_env(**suite_database(), **extra),
         capture_output=True,
         text=True,
         timeout=120,
@@ -72,14 +88,14 @@ def settings_under(**extra: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def test_check_deploy_with_tls_on_prints_no_warning():
+def test_check_deploy_with_tls_on_prints_no_warning(db):
     done = check_deploy(ATLASO_TLS="true")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues" in done.stdout
     assert "WARNINGS" not in done.stdout + done.stderr
 
 
-def test_check_deploy_over_plain_http_names_what_atlaso_tls_would_switch_on():
+def test_check_deploy_over_plain_http_names_what_atlaso_tls_would_switch_on(db):
     done = check_deploy()
     found = set(re.findall(r"security\.W\d{3}", done.stdout + done.stderr))
     assert done.returncode == 1 and found == {
