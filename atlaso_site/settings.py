@@ -128,7 +128,14 @@ def database_from_url(url: str) -> dict[str, object]:
         "CONN_MAX_AGE": 0 if pool else env_int("DATABASE_CONN_MAX_AGE", 60, low=0, high=3600),
         "CONN_HEALTH_CHECKS": True,
         # JIT compiles a plan in 10–100 ms: a loss for queries that run in a few milliseconds.
-        "OPTIONS": {"options": "-c jit=off", **pool, **dict(parse_qsl(parts.query))},
+        "OPTIONS": {
+            "options": "-c jit=off",
+            # Parameters sent apart from the statement, so psycopg prepares a statement run a few
+            # times on one connection and PostgreSQL stops parsing and planning it every time.
+            "server_side_binding": env_bool("DATABASE_SERVER_SIDE_BINDING", True),
+            **pool,
+            **dict(parse_qsl(parts.query)),
+        },
         "TEST": {"NAME": f"test_{name}"},
     }
 

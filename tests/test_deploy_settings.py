@@ -359,3 +359,13 @@ def test_behind_a_trusted_proxy_https_is_believed_and_from_anyone_else_it_is_not
     # The same header from an address that is not the proxy's is ignored.
     with serving(ATLASO_TLS="true", FORWARDED_ALLOW_IPS="10.9.8.7") as port:
         assert answer_head(port, b"X-Forwarded-Proto: https").startswith("HTTP/1.1 301 Moved Permanently")
+
+
+def test_postgresql_statements_are_bound_on_the_server_unless_turned_off(monkeypatch):
+    from atlaso_site.settings import database_from_url
+
+    url = "postgres://postgres@127.0.0.1:5432/atlaso"
+    monkeypatch.delenv("DATABASE_SERVER_SIDE_BINDING", raising=False)
+    assert database_from_url(url)["OPTIONS"]["server_side_binding"] is True
+    monkeypatch.setenv("DATABASE_SERVER_SIDE_BINDING", "false")
+    assert database_from_url(url)["OPTIONS"]["server_side_binding"] is False
