@@ -1,11 +1,15 @@
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from atlaso_site.api import api
 from atlaso_site.views import DashboardLogoutView
 
 urlpatterns = [
+    # Browsers ask for /favicon.ico on pages that name no icon (the API docs, the admin).
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", DashboardLogoutView.as_view(), name="logout"),
     path("", include("diagnostics.urls")),

@@ -18,3 +18,10 @@ def test_an_unknown_path_answers_a_404_in_the_frame(client, settings):
     assert "<h1>Not found</h1>" in body
     assert "/no-such-page/%3Cb%3E" in body  # the path as requested, quoted: never markup
     assert "Conflict queue" in body
+
+
+def test_the_icon_is_served_where_browsers_look_for_it(client):
+    """Every page names the icon; pages that do not (API docs, admin) make browsers ask here."""
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 301 and answer.url.endswith("img/favicon.svg")
+    assert 'rel="icon"' in client.get("/accounts/login/").content.decode()
