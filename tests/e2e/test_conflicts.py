@@ -114,3 +114,17 @@ def test_a_bag_too_big_for_the_preview_is_resolved_on_its_page(page: Page, live_
     expect(page).to_have_url(f"{live_server.url}{bag.url}")
     screenshot(page, "bag-resolved")
     assert not has_disagreement(bag.user_id, bag.bag_id)
+
+
+def test_on_a_phone_the_reason_takes_the_width_of_the_screen(page: Page, live_server):
+    """The sticky resolve bar put label, reason and button on one line: on a phone the reason
+    was a sliver a few characters wide."""
+    bag = split("erin", positives=5, negatives=2)
+    login(page, "reviewer")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(bag.url)
+    reason = page.get_by_label("Reason").bounding_box()
+    resolve = page.get_by_role("button", name="Resolve").bounding_box()
+    assert reason is not None and resolve is not None
+    assert reason["width"] >= 300, reason
+    assert resolve["width"] >= 300 and resolve["y"] > reason["y"], resolve
