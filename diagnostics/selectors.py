@@ -135,9 +135,8 @@ def field_totals_pooled(*, window_days: int = SNAPSHOT_WINDOW_DAYS, now: datetim
     Summed per owner first, then over owners: the rows are read in owner order from the owners'
     covering index (PostgreSQL), and an owner with a live bag is one group, so no DISTINCT.
     """
-    per_owner = (
-        _annotated_bags(ScopeBag.objects.all()).values("user_id").annotate(**_bag_aggregates()).order_by()
-    )
+    aggregates = _bag_aggregates()
+    per_owner = _annotated_bags(ScopeBag.objects.all()).values("user_id").annotate(**aggregates).order_by()
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # One process walks the index in owner order faster than two workers whose partial
@@ -145,10 +144,10 @@ def field_totals_pooled(*, window_days: int = SNAPSHOT_WINDOW_DAYS, now: datetim
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         pooled = per_owner.aggregate(
-            **{f"all_{name}": Sum(name) for name in _bag_aggregates()},
+            **{f"all_{name}": Sum(name) for name in aggregates},
             owners=Count("user_id", filter=Q(live_bags__gt=0)),
         )
-    bags = {name: pooled[f"all_{name}"] for name in _bag_aggregates()}
+    bags = {name: pooled[f"all_{name}"] for name in aggregates}
     recalls = RecallLog.objects.filter(created_at__gt=now - timedelta(days=window_days)).aggregate(
         **_recall_aggregates()
     )

@@ -11,11 +11,9 @@ matching every owner's entries gives.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any
-from unittest import mock
 
 import pytest
 from django.db import connection
@@ -23,7 +21,6 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import deposits.search.postgres as postgres
 from deposits.domain.recall import query_words, slice_hits
 from deposits.domain.types import POLARITIES
 from deposits.models import Deposit
@@ -31,6 +28,7 @@ from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
 from deposits.services import deposit_add_many
+from tests.deposits.recall_plans import forced, recall_plans
 from tests.deposits.scenario import claim, clock, correct, retract
 
 pytestmark = pytest.mark.django_db
@@ -40,26 +38,11 @@ WORDS = ["threshold", "latency", "drift", "quokka"]
 AGES = [0.01, 0.3, 0.7, 1.0, 2.0, 6.0, 30.0, 200.0, 700.0]
 
 # The ways PostgreSQL's recall can be planned for a small store; each must answer alike.
-PATHS: dict[str, dict[str, Any]] = {
-    "score all": {"SCORE_ALL_MATCHES": 10**9},
-    "walk": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 0, "FIRST_WINDOW_DAYS": 0.5},
-    "tiers": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 10**9, "FIRST_WINDOW_DAYS": 0.5},
-    "rare in full": {
-        "SCORE_ALL_MATCHES": 0,
-        "FULL_MATCHES": 3,
-        "TIER_MATCHES": 0,
-        "FIRST_WINDOW_DAYS": 0.5,
-        "lexeme_shares": lambda: ({"threshold": 0.6, "latenc": 0.3}, 0.05),
-    },
-}
+PATHS = recall_plans(rare_full_matches=3, rare_shares=({"threshold": 0.6, "latenc": 0.3}, 0.05))
 
 
-@contextmanager
-def planned(name: str) -> Iterator[None]:
-    with ExitStack() as stack:
-        for attribute, value in PATHS[name].items():
-            stack.enter_context(mock.patch.object(postgres, attribute, value))
-        yield
+def planned(name: str) -> AbstractContextManager[None]:
+    return forced(PATHS[name])
 
 
 class EveryOwnersMatches(SqliteBackend):

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager
 from datetime import timedelta
-from typing import Any
 from unittest import mock
 
 import pytest
@@ -20,36 +18,18 @@ from deposits.search import SearchRequest
 from deposits.search.base import SearchBackend
 from deposits.search.postgres import PostgresBackend, or_lexemes, walk_plan
 from deposits.services import deposit_add_many, deposit_contradict, deposit_retract
+from tests.deposits.recall_plans import forced, recall_plans
 from tests.deposits.scenario import claim, clock
 
 pytestmark = pytest.mark.django_db
 WORDS = ["threshold", "latency", "retry", "cache", "drift", "canary", "quokka", "harbor"]
 
 # How the fast path can be made to answer a small store; each must give the same answer.
-PATHS: dict[str, dict[str, Any]] = {
-    # Every match scored in full (one top-N per class).
-    "score all": {"SCORE_ALL_MATCHES": 10**9},
-    # Every lexeme walked newest first, in small windows, with the plain bound 0.1.
-    "walk": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 0, "FIRST_WINDOW_DAYS": 0.5},
-    # The deposits holding two or more of the words scored in full, the rest walked under 0.1/k.
-    "tiers": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 10**9, "FIRST_WINDOW_DAYS": 0.5},
-    # The rare words scored in full, the common ones walked.
-    "rare in full": {
-        "SCORE_ALL_MATCHES": 0,
-        "FULL_MATCHES": 40,
-        "TIER_MATCHES": 0,
-        "FIRST_WINDOW_DAYS": 0.5,
-        "lexeme_shares": lambda: ({"threshold": 0.5, "latenc": 0.4}, 0.01),
-    },
-}
+PATHS = recall_plans(rare_full_matches=40, rare_shares=({"threshold": 0.5, "latenc": 0.4}, 0.01))
 
 
-@contextmanager
-def path(name: str) -> Iterator[None]:
-    with ExitStack() as stack:
-        for attribute, value in PATHS[name].items():
-            stack.enter_context(mock.patch.object(postgres, attribute, value))
-        yield
+def path(name: str) -> AbstractContextManager[None]:
+    return forced(PATHS[name])
 
 
 @pytest.fixture

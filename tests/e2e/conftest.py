@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import connections
 
+from tests.ci import cannot_run
 from tests.e2e.browser import WIDTHS, screenshots_folder
 
 if TYPE_CHECKING:
@@ -26,16 +27,6 @@ if TYPE_CHECKING:
 
 CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).resolve().parent
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def _cannot_run(reason: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{reason}; CI=true requires the browser tests to run", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -50,11 +41,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def browser() -> Iterator[Browser]:
     """One headless Chromium for every browser test in this folder."""
     if not CHROMIUM.exists():
-        _cannot_run(f"browser tests need {CHROMIUM}: install it with 'apt-get install chromium'")
+        cannot_run(
+            f"browser tests need {CHROMIUM}: install it with 'apt-get install chromium'",
+            which="browser tests",
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _cannot_run("browser tests need Playwright: pip install -r requirements.txt")
+        cannot_run("browser tests need Playwright: pip install -r requirements.txt", which="browser tests")
     # Playwright's sync API marks an event loop as running in this thread, and Django refuses
     # database calls from a thread with a running loop unless told it is safe: it is, the
     # test and the live server each use their own connection. Only while the browser runs.

@@ -10,7 +10,6 @@ made from a migrated template.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -20,14 +19,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.ci import cannot_run
 from tests.faults.processes import Atlaso, ThrowawayPostgres, ThrowawayRedis, missing_binaries
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = "atlaso_template"
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -45,9 +41,7 @@ def cluster() -> Iterator[ThrowawayPostgres]:
         pytest.skip("fault tests need PostgreSQL: run with DATABASE_URL=postgres://… (CI does)")
     reason = missing_binaries()
     if reason:
-        if _in_ci():
-            pytest.fail(f"{reason}; CI=true requires the fault tests to run", pytrace=False)
-        pytest.skip(reason)
+        cannot_run(reason, which="fault tests")
     folder = Path(tempfile.mkdtemp(prefix="atlaso-faults-"))
     folder.chmod(0o755)
     postgres = ThrowawayPostgres(folder)
