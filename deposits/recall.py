@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -14,16 +13,14 @@ from atlaso_site.lib.errors import invalid
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
 from beliefs.selectors import verdicts_for
-from deposits.bags import bag_stats, newest_live_claims
-from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, explain_hit, peer_polarities
+from deposits.domain.bags import BagStats, explain_hit
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.types import Scope
 from deposits.domain.validation import validate_scope, validate_user_id
-from deposits.models import Deposit
+from deposits.hits import hit_details
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
-from deposits.selectors import deposit_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,31 +120,6 @@ class SearchResults:
         )
 
 
-def _peers(
-    user_id: str, hits: list[tuple[str, str, str]], stats: Mapping[str, BagStats]
-) -> dict[str, tuple[str, ...]]:
-    """Conflict peers per hit id: live opposing deposits of its bag, newest first, at most 50."""
-    conflict_bags = {bag for _, bag, _ in hits if stats[bag].has_disagreement}
-    if not conflict_bags:
-        return {}
-    rows = newest_live_claims(
-        owners=[user_id], bag_ids=conflict_bags, per_side=MAX_CONFLICT_PEERS
-    ).values_list("id", "bag_id", "polarity", "created_at")
-    by_bag: dict[str, list[tuple[datetime, str, str]]] = defaultdict(list)
-    for deposit_id, bag, polarity, created_at in rows:
-        by_bag[bag].append((created_at, str(deposit_id), polarity))
-    peers: dict[str, tuple[str, ...]] = {}
-    for hit_id, bag, polarity in hits:
-        if bag not in conflict_bags:
-            continue
-        wanted = set(peer_polarities(stats[bag], polarity))
-        newest_first = sorted(
-            (row for row in by_bag[bag] if row[2] in wanted and row[1] != hit_id), reverse=True
-        )
-        peers[hit_id] = tuple(deposit_id for _, deposit_id, _ in newest_first[:MAX_CONFLICT_PEERS])
-    return peers
-
-
 def _hit_beliefs(user_id: str, records: Iterable[DepositRecord], now: datetime) -> dict[str, HitBelief]:
     """For hits that carry a belief: its verdict, and the probability of the hit's own value."""
     carrying = [r for r in records if r.belief is not None]
@@ -219,25 +191,20 @@ def recall(
         )
     )  # fmt: skip
     chosen = slice_hits(candidates, limit)
-    # By primary key alone: SQLite without statistics would walk the owner's user_id index instead
-    # (28 ms for ten hits of a 100,000-deposit owner). The hits are the owner's; the check keeps it so.
-    rows = [row for row in Deposit.objects.filter(id__in=[c.id for c in chosen]) if row.user_id == user_id]
-    records = {record.id: record for record in deposit_records(rows)}
-    stats = bag_stats({c.bag_id for c in chosen})
-    peers = _peers(user_id, [(c.id, c.bag_id, c.polarity) for c in chosen], stats)
-    beliefs = _hit_beliefs(user_id, records.values(), now)
+    details = hit_details(user_id, [c.id for c in chosen])
+    beliefs = _hit_beliefs(user_id, (detail.record for detail in details.values()), now)
     hits = [
         SearchResult(
-            deposit=records[c.id],
+            deposit=details[c.id].record,
             score=c.score,
             bag_id=c.bag_id,
-            stats=stats[c.bag_id],
-            conflict_peers=peers.get(c.id, ()),
+            stats=details[c.id].stats,
+            conflict_peers=details[c.id].conflict_peers,
             superseded=c.id in superseded,
             belief=beliefs.get(c.id),
         )
         for c in chosen
-        if c.id in records
+        if c.id in details
     ]
     return _results(hits, {c.id: c.in_conflict for c in chosen}, totals)
 

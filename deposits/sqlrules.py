@@ -28,6 +28,19 @@ def confident_sql(bag: str = "bag") -> str:
     return f"NOT ({in_conflict_sql(bag)}) AND {directional_sql(bag)} > {THIN_MAX_DIRECTIONAL}"
 
 
+def dominant_sql(bag: str = "bag") -> str:
+    """The directional polarity with most live deposits, a tie to the newest deposit (a missing
+    newest last, then DIRECTIONAL's order, as Python's max keeps the first); NULL when none."""
+    arms = " UNION ALL ".join(
+        f"SELECT '{p}' AS polarity, {bag}.live_{p} AS n, {bag}.newest_{p}_at AS newest, {i} AS o"
+        for i, p in enumerate(DIRECTIONAL)
+    )
+    return (
+        f"(SELECT v.polarity FROM ({arms}) v WHERE v.n > 0 "
+        "ORDER BY v.n DESC, v.newest IS NULL, v.newest DESC, v.o LIMIT 1)"
+    )
+
+
 def holds_live_sql(bag: str = "bag") -> str:
     return "(" + " OR ".join(f"{bag}.live_{p} > 0" for p in POLARITIES) + ")"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -13,13 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deposits.domain import bags as rules
+from deposits.domain.bags import BagStats
 from deposits.domain.types import DIRECTIONAL, POLARITIES
+from deposits.hits import _in_one_statement, _through_the_orm
 from deposits.models import Contradiction, Deposit, ScopeBag
 from deposits.recall import recall
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
-from deposits.sqlrules import confident_sql, holds_live_sql, in_conflict_sql, live_sql
+from deposits.sqlrules import confident_sql, dominant_sql, holds_live_sql, in_conflict_sql, live_sql
 from tests.deposits.scenario import correct, put, retract
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -161,3 +164,36 @@ def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
         assert hit.has_disagreement == python[hit.bag_id]["conflict"]
         assert hit.is_confident == python[hit.bag_id]["confident"]
         assert hit.is_thin_evidence == python[hit.bag_id]["thin"]
+
+
+# Few distinct times, so that ties between polarities (and missing times) come up often.
+_MOMENTS = [None, *(timezone.now() - timedelta(days=days) for days in (3, 2, 1))]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(counts=st.tuples(*[st.integers(0, 3)] * 3), newest=st.tuples(*[st.sampled_from(_MOMENTS)] * 3))
+def test_the_dominant_polarity_in_sql_is_the_python_rules(counts, newest, db):
+    row = {}
+    for polarity, count, moment in zip(DIRECTIONAL, counts, newest, strict=True):
+        row[f"live_{polarity}"], row[f"newest_{polarity}_at"] = count, moment
+    # Typed, as the columns are: PostgreSQL cannot type a bare parameter in a UNION.
+    moment = "timestamptz" if connection.vendor == "postgresql" else "text"
+    columns = ", ".join(
+        f"CAST(%s AS {moment if name.startswith('newest') else 'integer'}) AS {name}" for name in row
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {dominant_sql('bag')} FROM (SELECT {columns}) bag", list(row.values()))
+        (in_sql,) = cursor.fetchone()
+    stats = BagStats(*counts, open=0, newest=newest)
+    assert in_sql == stats.dominant_polarity
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement read is PostgreSQL's")
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations)
+def test_a_hits_record_stats_and_peers_are_the_same_from_one_statement_and_from_the_orm(ops, db):
+    user = f"details-{uuid.uuid4().hex[:12]}"
+    _write(user, ops)
+    ids = [str(pk) for pk in Deposit.objects.filter(user_id=user).values_list("pk", flat=True)]
+    # Retracted and superseded deposits too: recall shows those with include_superseded.
+    assert _in_one_statement(user, ids) == _through_the_orm(user, ids)

@@ -149,6 +149,27 @@ def test_an_open_hit_in_a_split_bag_names_the_minority_as_its_peers():
     assert (hit.has_disagreement, list(hit.conflict_peers)) == (True, [negative])
 
 
+def test_an_open_hit_in_a_tied_bag_takes_the_side_written_last_as_the_majority():
+    start = now() - timedelta(days=3)
+    older = put("negative", "threshold 0.7 over-flags", at=start)
+    put("positive", "threshold 0.7 holds", at=start + timedelta(days=1))
+    question = put("open", "threshold: which is it?")
+    hit = by_id(recall(user_id="alice", query="threshold"))[question]
+    # One each: the tie goes to the newest deposit's polarity, so the negative is the minority.
+    assert list(hit.conflict_peers) == [older]
+
+
+def test_a_hit_names_at_most_fifty_peers_the_newest_first():
+    start = now() - timedelta(days=60)
+    negatives = [
+        put("negative", f"threshold 0.7 over-flags, run {day}", at=start + timedelta(days=day))
+        for day in range(55)
+    ]
+    positive = put("positive", "threshold 0.7 holds")
+    hit = by_id(recall(user_id="alice", query="holds"))[positive]
+    assert list(hit.conflict_peers) == negatives[::-1][:50]
+
+
 def test_a_different_env_is_a_different_bag():
     prod = put("positive", "threshold 0.7 is optimal", NARROW)
     staging = put("positive", "threshold 0.7 is optimal", {**NARROW, "env": "staging"})
