@@ -250,20 +250,25 @@ class PostgresBackend(SearchBackend):
 
     def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
-        in_conflict = in_conflict_sql("bag")
         sides = [(side, p) for side in (True, False) for p in POLARITIES]
         live = ",\n       ".join(
-            f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}({in_conflict})), 0)"
+            f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}bag.in_conflict), 0)"
             for side, p in sides
+        )
+        # Each matching bag's rules are worked out once, and only the columns read are carried:
+        # a bag row also holds its lexemes, which the aggregate never needs.
+        columns = (
+            f"bag.id, {', '.join(f'bag.live_{p}' for p in POLARITIES)}, "
+            f"{in_conflict_sql('bag')} AS in_conflict, {confident_sql('bag')} AS confident"
         )
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 matched AS (
-    SELECT bag.* FROM q, deposits_scopebag bag
+    SELECT {columns} FROM q, deposits_scopebag bag
     WHERE bag.user_id = %s{facets} AND bag.live_terms @@ q.q
     UNION ALL
     -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
-    SELECT bag.* FROM q, deposits_scopebag bag
+    SELECT {columns} FROM q, deposits_scopebag bag
     WHERE bag.user_id = %s{facets} AND bag.terms_overflow AND EXISTS (
         SELECT 1 FROM deposits_deposit d
         WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.search_vector @@ q.q
@@ -271,9 +276,9 @@ matched AS (
     )
 )
 SELECT count(*),
-       count(*) FILTER (WHERE {in_conflict}),
-       count(*) FILTER (WHERE {confident_sql("bag")}),
-       coalesce(array_agg(bag.id) FILTER (WHERE {in_conflict}), '{{}}'),
+       count(*) FILTER (WHERE bag.in_conflict),
+       count(*) FILTER (WHERE bag.confident),
+       coalesce(array_agg(bag.id) FILTER (WHERE bag.in_conflict), '{{}}'),
        (SELECT q.q::text FROM q),
        {live}
 FROM matched bag
