@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,7 @@ from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
-from deposits.domain.types import EVIDENCE_GRADES, FACETS, BeliefRef
+from deposits.domain.types import EVIDENCE_GRADES, FACETS, BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import (
     BeliefClaim,
@@ -117,13 +117,17 @@ def _validate_key(key: Any) -> str | None:
     return key
 
 
+# The scope as `asdict` gives it (its fields are plain values), without its deep copy.
+_SCOPE_FIELDS = tuple(f.name for f in fields(Scope))
+
+
 def _fingerprint(draft: DepositDraft, reason: str) -> str:
     return payload_fingerprint(
         {
             "content": draft.content,
             "polarity": draft.polarity,
             "evidence_grade": draft.evidence_grade,
-            "scope": asdict(draft.scope),
+            "scope": {name: getattr(draft.scope, name) for name in _SCOPE_FIELDS},
             "tags": list(draft.tags),
             "artifact_refs": list(draft.artifact_refs),
             "contradicts": list(draft.contradicts),

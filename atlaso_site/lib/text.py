@@ -34,6 +34,8 @@ def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple
     `skip` names top-level keys left to a later, finer check. Iterative: a deeply nested body
     must not exhaust the stack.
     """
+    if not _any_unstorable(value, skip):
+        return None  # the common case, asked without building a path for every string
     stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
     while stack:
         path, node = stack.pop()
@@ -54,3 +56,27 @@ def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple
         elif isinstance(node, list | tuple):
             stack.extend(reversed([((*path, str(index)), child) for index, child in enumerate(node)]))
     return None
+
+
+def _any_unstorable(value: Any, skip: frozenset[str]) -> bool:
+    """Whether any string in `value` (object keys included, `skip`'s top-level keys left out) is
+    unstorable: first_unstorable's question without the paths, one pattern search per string."""
+    strings: list[str] = []
+    stack: list[Any] = [value]
+    top = True
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, Mapping):
+            for key, child in node.items():
+                if top and key in skip:
+                    continue
+                if isinstance(key, str):
+                    strings.append(key)
+                stack.append(child)
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        top = False
+    # One search over the joined strings: NUL and lone surrogates cannot arise at a seam.
+    return _UNSTORABLE.search("".join(strings)) is not None
