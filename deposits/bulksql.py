@@ -52,18 +52,24 @@ def _copy_rows(table: str, names: str, types: list[str], rows: Sequence[Sequence
 
 
 def insert_rows(
-    table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], suffix: str = ""
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[Sequence[object]],
+    suffix: str = "",
+    *,
+    copy: bool = True,
 ) -> list[tuple]:
     """INSERT `rows` (values in `columns` order; each column is (name, PostgreSQL type)).
 
     `suffix` (ON CONFLICT …, RETURNING …) is appended; returned rows come back when it
-    has a RETURNING clause. Without a suffix, PostgreSQL gets the rows through COPY.
+    has a RETURNING clause. Without a suffix, PostgreSQL gets the rows through COPY unless
+    `copy` is false (the benchmark's floor is the spec's `unnest` INSERT).
     """
     if not rows:
         return []
     names = ", ".join(name for name, _ in columns)
     types = [pg_type for _, pg_type in columns]
-    if connection.vendor == "postgresql" and not suffix:
+    if connection.vendor == "postgresql" and copy and not suffix:
         _copy_rows(table, names, types, rows)
         return []
     if connection.vendor == "postgresql":

@@ -329,13 +329,14 @@ class Command(BaseCommand):
                 "what": "bulk ingest through the service layer (gate, bags, idempotency)",
                 "value": f"{service_rate:,.0f} deposits/s",
                 "target": "≥ 5,000/s",
-                "floor": f"raw insert (COPY) {floor_rate:,.0f} rows/s ({service_rate / floor_rate:.0%})",
+                "floor": f"raw unnest INSERT {floor_rate:,.0f} rows/s ({service_rate / floor_rate:.0%})",
                 "ok": service_rate >= 5000 and service_rate >= 0.3 * floor_rate,
             },
         ]
 
     def _raw_insert_rate(self, batches: list[tuple[str, list[dict[str, Any]]]], run: str) -> float:
-        """The same rows inserted with one statement per batch, no rules: the database's floor."""
+        """The same rows inserted with one statement per batch, no rules: operations.md's floor, a
+        batched `INSERT … SELECT FROM unnest(arrays)` (the service itself now inserts with COPY)."""
         now = timezone.now()
         prepared = []
         for user_id, items in batches:
@@ -358,7 +359,7 @@ class Command(BaseCommand):
             )
             started = time.perf_counter()
             for rows in prepared:
-                insert_rows("deposits_deposit", RAW_COLUMNS, rows)
+                insert_rows("deposits_deposit", RAW_COLUMNS, rows, copy=False)
             rate = sum(len(rows) for rows in prepared) / (time.perf_counter() - started)
             transaction.set_rollback(True)
         return rate
