@@ -8,10 +8,14 @@ sorts every match:
   does, which is exactly what an OR-of-words query on the union of their lexemes says);
 - the best hits of each (conflict?, polarity) class come from a walk newest first, window by
   window, that stops once no older match can enter the class's top N. The stop is proven:
-  `ts_rank` gives each query lexeme a document holds less than 0.1 and divides by the number
-  of lexemes, and the recency decay only falls with age. Matches that would keep that bound
-  high (rare lexemes, documents holding several of the common ones) are scored in full first,
-  so the walk only has to beat the few lexemes a walked match can hold.
+  `ts_rank` gives each query lexeme a document holds once exactly 0.1/1.6449 (more when it is
+  repeated, below 0.1) and divides by the number of lexemes, and the recency decay only falls
+  with age. Matches that would rank above that (rare lexemes, documents holding several of the
+  common ones, documents repeating one: an index on the lexemes each deposit repeats finds
+  those) are scored in full first, so every walked match ranks exactly what the lexemes it
+  holds give, and the walk stops as soon as each class holds its N best;
+- the matches in conflict bags, which sort first and are few, are scored in full beside them,
+  so the walk serves only the other classes.
 """
 
 from __future__ import annotations
@@ -33,10 +37,21 @@ from deposits.sqlrules import confident_sql, in_conflict_sql, live_sql
 
 TS_CONFIG = "english"
 # calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,
-# for each query lexeme a document holds, 0.1·Σ1/j²/1.6449… < 0.1, and divides the sum by the
-# number of distinct query lexemes. So a document holding m of the query's k lexemes ranks
-# below 0.1·m/k.
+# for each query lexeme a document holds at n positions, 0.1·Σ(j=1..n)1/j²/1.6449… (below 0.1),
+# and divides the sum by the number of distinct query lexemes. So a document holding m of the
+# query's k lexemes ranks below 0.1·m/k, and holding each once exactly 0.1/1.6449…·m/k (in single
+# precision: the margin covers its rounding).
 MAX_LEXEME_RANK = 0.1
+SINGLE_LEXEME_RANK = 0.1 / 1.64493406685 * (1 + 1e-6)
+# A walked lexeme's repeaters are scored in full, so the walk may count it at SINGLE_LEXEME_RANK,
+# while expected in at most this many deposits (a common word a third of deposits repeat is not).
+REPEAT_MATCHES = 1500
+# The walked matches in conflict bags are scored in full (closing those classes, which are sparse
+# and would keep the walk going) while the matching conflict bags hold at most this many live
+# deposits.
+CONFLICT_BAG_DEPOSITS = 5000
+# The lexemes a deposit repeats, as deposits/0011's index has them.
+REPEATED_LEXEMES = "atlaso_repeated_lexemes(d.search_vector)"
 # Up to this many expected matches, scoring them all (one scan of the GIN index) costs less than
 # walking: a walk reads every deposit of its windows by time, matching or not, a round trip each.
 SCORE_ALL_MATCHES = 5000
@@ -62,14 +77,23 @@ _lexeme_stats: dict[str, tuple[float, dict[str, float] | None, float]] = {}
 def lexeme_shares() -> tuple[dict[str, float], float] | None:
     """Share of deposits holding each common lexeme (ANALYZE's sample), and the share below which
     the rest lie; None before the table was analyzed. Only steers the plan, never the answer."""
-    name = str(connection.settings_dict["NAME"])
-    read_at, shares, floor = _lexeme_stats.get(name, (-math.inf, None, 0.0))
+    return _element_shares("deposits_deposit", "search_vector")
+
+
+def repeat_shares() -> tuple[dict[str, float], float] | None:
+    """The same for the lexemes deposits repeat (ANALYZE samples deposits/0011's index too)."""
+    return _element_shares("deposit_user_repeated", "atlaso_repeated_lexemes")
+
+
+def _element_shares(table: str, column: str) -> tuple[dict[str, float], float] | None:
+    key = f"{connection.settings_dict['NAME']}:{table}"
+    read_at, shares, floor = _lexeme_stats.get(key, (-math.inf, None, 0.0))
     if time.monotonic() - read_at > LEXEME_STATS_SECONDS:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT most_common_elems::text::text[], most_common_elem_freqs::text::float8[] "
-                "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'deposits_deposit' "
-                "AND attname = 'search_vector'"
+                "FROM pg_stats WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",
+                [table, column],
             )
             row = cursor.fetchone()
         shares, floor = None, 0.0
@@ -77,7 +101,7 @@ def lexeme_shares() -> tuple[dict[str, float], float] | None:
             elements, frequencies = row
             # After one frequency per element: the lowest and highest of them, then the null share.
             shares, floor = dict(zip(elements, frequencies, strict=False)), float(frequencies[len(elements)])
-        _lexeme_stats[name] = (time.monotonic(), shares, floor)
+        _lexeme_stats[key] = (time.monotonic(), shares, floor)
     return None if shares is None else (shares, floor)
 
 
@@ -125,18 +149,24 @@ class WalkPlan:
 
     full: str | None  # tsquery (lexemes as is) of the matches scored in full
     walk: str | None  # tsquery of the matches walked newest first
-    bound: float  # a walked match outside `full` ranks below this
+    bound: float  # a walked match outside `full` and `repeats` ranks at most this
+    repeats: str | None = None  # tsquery of the walked lexemes whose repeaters are scored in full
 
 
 def walk_plan(
-    lexemes: list[str], expected_matches: int, shares: tuple[dict[str, float], float] | None
+    lexemes: list[str],
+    expected_matches: int,
+    shares: tuple[dict[str, float], float] | None,
+    repeats: tuple[dict[str, float], float] | None = None,
 ) -> WalkPlan:
     """Split the query so the walk's bound is as low as a cheap full scoring allows.
 
     Two ways, the lower bound wins (then the cheaper): the rarest lexemes scored in full (at most
     FULL_MATCHES expected matches together), or none; then, of the lexemes left, the deposits
     holding at least `tier` of them, when expected at most TIER_MATCHES. A walked match holds
-    none of the former and fewer than `tier` of the latter, so it ranks below 0.1·(tier − 1)/k.
+    none of the former and fewer than `tier` of the latter. Each of those counts MAX_LEXEME_RANK,
+    or SINGLE_LEXEME_RANK when its repeaters (by `repeats`, the shares of deposits repeating
+    each lexeme) are few enough to score in full too; the bound sums the `tier − 1` largest, / k.
     """
     everything = _any_of(lexemes)
     if expected_matches <= SCORE_ALL_MATCHES:
@@ -174,9 +204,26 @@ def walk_plan(
                 ]
                 held, cost = tier - 1, cost + holding
                 break
-        bound = MAX_LEXEME_RANK * held / len(lexemes)
-        options.append((bound, cost, WalkPlan(" | ".join(clauses) or None, _any_of(walked), bound)))
+        tight = _tight(walked, expected_matches, repeats)
+        counted = sorted(
+            (SINGLE_LEXEME_RANK if lexeme in tight else MAX_LEXEME_RANK for lexeme in walked), reverse=True
+        )
+        bound = sum(counted[:held]) / len(lexemes)
+        plan = WalkPlan(
+            " | ".join(clauses) or None, _any_of(walked), bound, _any_of(tight) if tight else None
+        )
+        options.append((bound, cost, plan))
     return min(options, key=lambda option: option[:2])[2]
+
+
+def _tight(
+    walked: list[str], expected_matches: int, repeats: tuple[dict[str, float], float] | None
+) -> list[str]:
+    """The walked lexemes whose repeaters are few enough to score in full (none without stats)."""
+    if repeats is None:
+        return []
+    share_of, floor = repeats
+    return [lexeme for lexeme in walked if share_of.get(lexeme, floor) * expected_matches <= REPEAT_MATCHES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,12 +256,14 @@ class _Class:
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """The matches of one tsquery, narrowed by a WHERE fragment of its own (a time window)."""
+    """The matches of one tsquery in `column` (an indexed vector), narrowed by a WHERE fragment
+    of its own (a time window, the conflict bags)."""
 
     matches: str
     matches_params: list[object]
     where: str = ""
     where_params: list[object] = field(default_factory=list)
+    column: str = "d.search_vector"
 
 
 class PostgresBackend(SearchBackend):
@@ -245,7 +294,11 @@ class PostgresBackend(SearchBackend):
         if lexemes is None:
             plan = WalkPlan(None, None, 0.0)
         else:
-            plan = walk_plan(lexemes, expected, lexeme_shares() if expected > FULL_MATCHES else None)
+            plan = (
+                walk_plan(lexemes, expected, lexeme_shares(), repeat_shares())
+                if expected > FULL_MATCHES
+                else walk_plan(lexemes, expected, None)
+            )
         return self._best_per_class(request, query, matched, plan), matched.aggregates, set()
 
     def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
@@ -308,29 +361,47 @@ FROM matched bag
         parts: list[_Part] = []
         if plan.full or not plan.walk:
             # Scored in full: the whole query when nothing is walked (also a query whose rank
-            # has no bound), else the matches that would keep the walk's bound high.
+            # has no bound), else the matches that would rank above the walk's bound.
             parts.append(_Part("q.q", []) if plan.full is None else _Part("%s::tsquery", [plan.full]))
+        in_conflict_bags = sum(count for (in_conflict, _), count in matched.live.items() if in_conflict)
+        by_bag = plan.walk is not None and 0 < in_conflict_bags <= CONFLICT_BAG_DEPOSITS
+        if plan.repeats is not None:
+            # The deposits repeating a lexeme the bound counts once ...
+            parts.append(_Part("%s::tsquery", [plan.repeats], column=REPEATED_LEXEMES))
+        if by_bag:
+            # ... and every walked match in a conflict bag: the walk reads the other bags.
+            parts.append(_Part("%s::tsquery", [plan.walk], " AND d.bag_id IN (SELECT cb.id FROM cb)"))
         window = _Window(FIRST_WINDOW_DAYS)
         while True:
             walking = plan.walk is not None and any(entry.open for entry in classes.values())
             if walking:
-                parts.append(self._window(window, classes, plan, request.now))
+                parts.append(self._window(window, classes, plan, request.now, by_bag))
             if not parts:
                 break
             self._run(request, query, matched.conflict_bags, parts, classes)
             if not walking:
                 break
+            if by_bag:
+                for (in_conflict, _), entry in classes.items():
+                    entry.open = entry.open and not in_conflict
             self._advance(window, classes, plan.bound, request.per_class)
             parts = []
         return [candidate for entry in classes.values() for candidate in entry.best]
 
     def _window(
-        self, window: _Window, classes: dict[tuple[bool, str], _Class], plan: WalkPlan, now: datetime
+        self,
+        window: _Window,
+        classes: dict[tuple[bool, str], _Class],
+        plan: WalkPlan,
+        now: datetime,
+        by_bag: bool,
     ) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
-        scored in full."""
+        scored in full (the conflict bags' when `by_bag`; a repeater read again is counted once)."""
         polarities = [p for p in POLARITIES if classes[(True, p)].open or classes[(False, p)].open]
         where, params = " AND d.polarity = ANY(%s::text[])", [polarities]
+        if by_bag:
+            where += " AND d.bag_id NOT IN (SELECT cb.id FROM cb)"
         if window.lower is not None:
             where += " AND d.created_at >= %s"
             params.append(now - timedelta(days=window.lower))
@@ -354,12 +425,14 @@ FROM matched bag
         live = live_sql("d", owner_param=True) + "".join(
             f" AND d.scope_{name} = %s" for name in request.facets
         )
-        reads = "\n    UNION ALL".join(
+        # UNION, not UNION ALL: a deposit two parts find (a repeater in a conflict bag) must take
+        # one place in its class's top N, or the N-th best could be cut off.
+        reads = "\n    UNION".join(
             f"""
     SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
            d.bag_id IN (SELECT cb.id FROM cb) AS in_conflict
     FROM q, deposits_deposit d
-    WHERE d.user_id = %s AND d.search_vector @@ {part.matches} AND {live}{part.where}"""
+    WHERE d.user_id = %s AND {part.column} @@ {part.matches} AND {live}{part.where}"""
             for part in parts
         )
         # The matches are read once; each class's best is then a bounded top-N over them, which
@@ -392,9 +465,10 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
         touched = set()
         for raw_id, bag_id, polarity, score, in_conflict in rows:
             key = (in_conflict, polarity)
-            classes[key].best.append(
-                Candidate(str(uuid.UUID(str(raw_id))), bag_id, polarity, float(score), in_conflict)
-            )
+            deposit_id = str(uuid.UUID(str(raw_id)))
+            if any(candidate.id == deposit_id for candidate in classes[key].best):
+                continue  # a repeater read again by a later window
+            classes[key].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
             touched.add(key)
         for key in touched:
             best = classes[key].best

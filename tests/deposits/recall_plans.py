@@ -17,10 +17,34 @@ def recall_plans(
     return {
         # Every match scored in full (one top-N per class).
         "score all": {"SCORE_ALL_MATCHES": 10**9},
-        # Every lexeme walked newest first, in small windows, with the plain bound 0.1.
-        "walk": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 0, "FIRST_WINDOW_DAYS": 0.5},
-        # The deposits holding two or more of the words scored in full, the rest walked under 0.1/k.
-        "tiers": {"SCORE_ALL_MATCHES": 0, "FULL_MATCHES": 0, "TIER_MATCHES": 10**9, "FIRST_WINDOW_DAYS": 0.5},
+        # Every lexeme walked newest first, in small windows, each counted at the plain 0.1 (no
+        # repeat statistics) and the conflict bags walked like the rest.
+        "walk": {
+            "SCORE_ALL_MATCHES": 0,
+            "FULL_MATCHES": 0,
+            "TIER_MATCHES": 0,
+            "FIRST_WINDOW_DAYS": 0.5,
+            "repeat_shares": lambda: None,
+            "CONFLICT_BAG_DEPOSITS": 0,
+        },
+        # The same walk counting each word held once (its repeaters scored in full), the matches
+        # in conflict bags scored in full.
+        "tight walk": {
+            "SCORE_ALL_MATCHES": 0,
+            "FULL_MATCHES": 0,
+            "TIER_MATCHES": 0,
+            "FIRST_WINDOW_DAYS": 0.5,
+            "repeat_shares": lambda: ({}, 0.0),
+            "CONFLICT_BAG_DEPOSITS": 10**9,
+        },
+        # The deposits holding two or more of the words scored in full, the rest walked, tightly.
+        "tiers": {
+            "SCORE_ALL_MATCHES": 0,
+            "FULL_MATCHES": 0,
+            "TIER_MATCHES": 10**9,
+            "FIRST_WINDOW_DAYS": 0.5,
+            "repeat_shares": lambda: ({}, 0.0),
+        },
         # The rare words scored in full, the common ones walked.
         "rare in full": {
             "SCORE_ALL_MATCHES": 0,

@@ -103,8 +103,13 @@ def test_every_fast_path_honours_a_scope_filter(store):
 def test_the_walk_stops_before_the_oldest_matches_when_newer_ones_fill_every_class(on_postgres):
     """The point of the walk: a common word's old matches are never read."""
     now = timezone.now()
-    old = [claim(p, "threshold threshold threshold", {"env": "old"}) for p in ["positive", "negative"] * 30]
-    new = [claim(p, "threshold threshold threshold", {"env": "new"}) for p in ["positive", "negative"] * 30]
+    # One bag per polarity, so none is in conflict (a conflict bag's matches are read whole).
+    old = [
+        claim(p, "threshold threshold threshold", {"env": f"old-{p}"}) for p in ["positive", "negative"] * 30
+    ]
+    new = [
+        claim(p, "threshold threshold threshold", {"env": f"new-{p}"}) for p in ["positive", "negative"] * 30
+    ]
     for moment, bodies in ((now - timedelta(days=3000), old), (now - timedelta(hours=1), new)):
         items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
         with clock(moment):
@@ -118,7 +123,8 @@ def test_the_walk_stops_before_the_oldest_matches_when_newer_ones_fill_every_cla
     assert all("d.created_at >=" in sql for sql in walked), "no window reached the 3,000-day-old matches"
 
 
-def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres):
+@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
+def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres, plan):
     """The walk stops only when no older match can win: four "threshold"s written two days ago
     (rank 0.087 × decay 0.91) beat ten single ones written an hour ago (0.061 × 1.0)."""
     now = timezone.now()
@@ -136,7 +142,7 @@ def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on
         deposit_add_many(user_id="owner", items=newer, channel="agent-a")
     request = request_for("threshold", 10)
     walked, _, _ = SearchBackend.search(PostgresBackend(), request)
-    with path("walk"):
+    with path(plan):
         candidates, _, _ = PostgresBackend().search(request)
     assert slice_hits(candidates, 10)[0].id == winner.id == slice_hits(walked, 10)[0].id
 
@@ -174,8 +180,38 @@ def test_a_walked_match_of_a_tiered_plan_can_hold_only_one_of_the_words():
     assert plan.full == "('memori' & 'error') | ('memori' & 'rate') | ('error' & 'rate')"
     assert plan.walk == "'memori' | 'error' | 'rate'"
     assert plan.bound == pytest.approx(0.1 / 3)
+    # With few deposits repeating any of the words, those are scored in full too, and the bound
+    # is what ts_rank gives a deposit holding one of the three once.
+    plan = walk_plan(["memori", "error", "rate"], 100_000, shares, ({"memori": 0.5}, 0.001))
+    assert (plan.repeats, plan.bound) == ("'error' | 'rate'", pytest.approx(0.1 / 3))
+    plan = walk_plan(["memori", "error", "rate"], 100_000, shares, ({}, 0.001))
+    assert plan.repeats == "'memori' | 'error' | 'rate'"
+    assert plan.bound == pytest.approx(0.1 / 1.64493406685 / 3)
 
 
 def test_few_expected_matches_are_scored_in_full_without_a_walk():
     plan = walk_plan(["quokka", "pulsar"], 100_000, ({"quokka": 0.007, "pulsar": 0.008}, 0.001))
     assert (plan.full, plan.walk) == ("'quokka' | 'pulsar'", None)
+
+
+def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
+    """Repeaters in a conflict bag are found twice in the walk's first statement (as repeaters
+    and as conflict-bag matches); counted twice, the first two would fill a class's top four."""
+    now = timezone.now()
+    split = [
+        *(claim("positive", " ".join(["drift"] * times), {"env": "split"}) for times in (4, 3, 2)),
+        claim("negative", "drift", {"env": "split"}),
+    ]
+    calm = [claim("positive", f"drift note {i}", {"env": f"calm-{i}"}) for i in range(12)]
+    for moment, bodies in ((now - timedelta(days=1), split), (now - timedelta(hours=1), calm)):
+        items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
+        with clock(moment):
+            deposit_add_many(user_id="owner", items=items, channel="agent-a")
+    for limit in range(1, 6):
+        request = request_for("drift", limit)
+        walked, _, _ = SearchBackend.search(PostgresBackend(), request)
+        with path("walk"):
+            candidates, _, _ = PostgresBackend().search(request)
+        assert [c.id for c in slice_hits(candidates, limit)] == [c.id for c in slice_hits(walked, limit)], (
+            limit
+        )
