@@ -12,10 +12,8 @@ sorts every match:
   repeated, below 0.1) and divides by the number of lexemes, and the recency decay only falls
   with age. Matches that would rank above that (rare lexemes, documents holding several of the
   common ones, documents repeating one: an index on the lexemes each deposit repeats finds
-  those) are scored in full first, so every walked match ranks exactly what the lexemes it
-  holds give, and the walk stops as soon as each class holds its N best;
-- the matches in conflict bags, which sort first and are few, are scored in full beside them,
-  so the walk serves only the other classes.
+  those, when few) are scored in full first, so every walked match ranks exactly what the
+  lexemes it holds give, and the walk stops as soon as each class holds its N best.
 """
 
 from __future__ import annotations
@@ -46,10 +44,6 @@ SINGLE_LEXEME_RANK = 0.1 / 1.64493406685 * (1 + 1e-6)
 # A walked lexeme's repeaters are scored in full, so the walk may count it at SINGLE_LEXEME_RANK,
 # while expected in at most this many deposits (a common word a third of deposits repeat is not).
 REPEAT_MATCHES = 1500
-# The walked matches in conflict bags are scored in full (closing those classes, which are sparse
-# and would keep the walk going) while the matching conflict bags hold at most this many live
-# deposits.
-CONFLICT_BAG_DEPOSITS = 5000
 # The lexemes a deposit repeats, as deposits/0011's index has them.
 REPEATED_LEXEMES = "atlaso_repeated_lexemes(d.search_vector)"
 # Up to this many expected matches, scoring them all (one scan of the GIN index) costs less than
@@ -257,7 +251,7 @@ class _Class:
 @dataclass(frozen=True, slots=True)
 class _Part:
     """The matches of one tsquery in `column` (an indexed vector), narrowed by a WHERE fragment
-    of its own (a time window, the conflict bags)."""
+    of its own (a time window)."""
 
     matches: str
     matches_params: list[object]
@@ -363,45 +357,30 @@ FROM matched bag
             # Scored in full: the whole query when nothing is walked (also a query whose rank
             # has no bound), else the matches that would rank above the walk's bound.
             parts.append(_Part("q.q", []) if plan.full is None else _Part("%s::tsquery", [plan.full]))
-        in_conflict_bags = sum(count for (in_conflict, _), count in matched.live.items() if in_conflict)
-        by_bag = plan.walk is not None and 0 < in_conflict_bags <= CONFLICT_BAG_DEPOSITS
         if plan.repeats is not None:
-            # The deposits repeating a lexeme the bound counts once ...
+            # The deposits repeating a lexeme the bound counts once, by deposits/0011's index.
             parts.append(_Part("%s::tsquery", [plan.repeats], column=REPEATED_LEXEMES))
-        if by_bag:
-            # ... and every walked match in a conflict bag: the walk reads the other bags.
-            parts.append(_Part("%s::tsquery", [plan.walk], " AND d.bag_id IN (SELECT cb.id FROM cb)"))
         window = _Window(FIRST_WINDOW_DAYS)
         while True:
             walking = plan.walk is not None and any(entry.open for entry in classes.values())
             if walking:
-                parts.append(self._window(window, classes, plan, request.now, by_bag))
+                parts.append(self._window(window, classes, plan, request.now))
             if not parts:
                 break
             self._run(request, query, matched.conflict_bags, parts, classes)
             if not walking:
                 break
-            if by_bag:
-                for (in_conflict, _), entry in classes.items():
-                    entry.open = entry.open and not in_conflict
             self._advance(window, classes, plan.bound, request.per_class)
             parts = []
         return [candidate for entry in classes.values() for candidate in entry.best]
 
     def _window(
-        self,
-        window: _Window,
-        classes: dict[tuple[bool, str], _Class],
-        plan: WalkPlan,
-        now: datetime,
-        by_bag: bool,
+        self, window: _Window, classes: dict[tuple[bool, str], _Class], plan: WalkPlan, now: datetime
     ) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
-        scored in full (the conflict bags' when `by_bag`; a repeater read again is counted once)."""
+        scored in full (a repeater read again is counted once)."""
         polarities = [p for p in POLARITIES if classes[(True, p)].open or classes[(False, p)].open]
         where, params = " AND d.polarity = ANY(%s::text[])", [polarities]
-        if by_bag:
-            where += " AND d.bag_id NOT IN (SELECT cb.id FROM cb)"
         if window.lower is not None:
             where += " AND d.created_at >= %s"
             params.append(now - timedelta(days=window.lower))
@@ -425,8 +404,8 @@ FROM matched bag
         live = live_sql("d", owner_param=True) + "".join(
             f" AND d.scope_{name} = %s" for name in request.facets
         )
-        # UNION, not UNION ALL: a deposit two parts find (a repeater in a conflict bag) must take
-        # one place in its class's top N, or the N-th best could be cut off.
+        # UNION, not UNION ALL: a deposit two parts find (a repeater holding two of the words)
+        # must take one place in its class's top N, or the N-th best could be cut off.
         reads = "\n    UNION".join(
             f"""
     SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,

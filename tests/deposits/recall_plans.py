@@ -18,24 +18,21 @@ def recall_plans(
         # Every match scored in full (one top-N per class).
         "score all": {"SCORE_ALL_MATCHES": 10**9},
         # Every lexeme walked newest first, in small windows, each counted at the plain 0.1 (no
-        # repeat statistics) and the conflict bags walked like the rest.
+        # repeat statistics).
         "walk": {
             "SCORE_ALL_MATCHES": 0,
             "FULL_MATCHES": 0,
             "TIER_MATCHES": 0,
             "FIRST_WINDOW_DAYS": 0.5,
             "repeat_shares": lambda: None,
-            "CONFLICT_BAG_DEPOSITS": 0,
         },
-        # The same walk counting each word held once (its repeaters scored in full), the matches
-        # in conflict bags scored in full.
+        # The same walk counting each word held once (its repeaters scored in full).
         "tight walk": {
             "SCORE_ALL_MATCHES": 0,
             "FULL_MATCHES": 0,
             "TIER_MATCHES": 0,
             "FIRST_WINDOW_DAYS": 0.5,
             "repeat_shares": lambda: ({}, 0.0),
-            "CONFLICT_BAG_DEPOSITS": 10**9,
         },
         # The deposits holding two or more of the words scored in full, the rest walked, tightly.
         "tiers": {

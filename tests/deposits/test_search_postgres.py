@@ -195,22 +195,22 @@ def test_few_expected_matches_are_scored_in_full_without_a_walk():
 
 
 def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
-    """Repeaters in a conflict bag are found twice in the walk's first statement (as repeaters
-    and as conflict-bag matches); counted twice, the first two would fill a class's top four."""
+    """A deposit holding both words and repeating one is found twice in the walk's first
+    statement (the tier, the repeaters); counted twice, the first two would fill a top four."""
     now = timezone.now()
-    split = [
-        *(claim("positive", " ".join(["drift"] * times), {"env": "split"}) for times in (4, 3, 2)),
-        claim("negative", "drift", {"env": "split"}),
+    rich = [
+        claim("positive", " ".join(["drift"] * times + ["canary"]), {"env": f"rich-{times}"})
+        for times in (4, 3, 2)
     ]
-    calm = [claim("positive", f"drift note {i}", {"env": f"calm-{i}"}) for i in range(12)]
-    for moment, bodies in ((now - timedelta(days=1), split), (now - timedelta(hours=1), calm)):
+    plain = [claim("positive", f"drift note {i}", {"env": f"plain-{i}"}) for i in range(12)]
+    for moment, bodies in ((now - timedelta(days=1), rich), (now - timedelta(hours=1), plain)):
         items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
         with clock(moment):
             deposit_add_many(user_id="owner", items=items, channel="agent-a")
     for limit in range(1, 6):
-        request = request_for("drift", limit)
+        request = request_for("drift canary", limit)
         walked, _, _ = SearchBackend.search(PostgresBackend(), request)
-        with path("walk"):
+        with path("tiers"):
             candidates, _, _ = PostgresBackend().search(request)
         assert [c.id for c in slice_hits(candidates, limit)] == [c.id for c in slice_hits(walked, limit)], (
             limit
