@@ -78,12 +78,15 @@ WHERE d.user_id = %s AND d.id = ANY(%s::uuid[])
 """
 
 
+# The columns whose field turns the database's value into Python's (the JSON lists).
+_CONVERTERS = [
+    (index, field.from_db_value)
+    for index, field in enumerate(Deposit._meta.get_field(name) for name in _DEPOSIT_FIELDS)
+    if hasattr(field, "from_db_value")
+]
+
+
 def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDetail]:
-    converters = [
-        (index, field.from_db_value)
-        for index, field in enumerate(Deposit._meta.get_field(name) for name in _DEPOSIT_FIELDS)
-        if hasattr(field, "from_db_value")
-    ]
     width = len(_DEPOSIT_FIELDS)
     with connection.cursor() as cursor:
         cursor.execute(_DETAILS_SQL, [user_id, [uuid.UUID(hit_id) for hit_id in hit_ids]])
@@ -91,7 +94,7 @@ def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDeta
     details = {}
     for row in rows:
         values = list(row[:width])
-        for index, convert in converters:
+        for index, convert in _CONVERTERS:
             values[index] = convert(values[index], None, connection)
         deposit = Deposit.from_db(connection.alias, _DEPOSIT_FIELDS, values)
         bag = ScopeBag(**dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True)))

@@ -442,11 +442,13 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         touched = set()
+        kept = {candidate.id for entry in classes.values() for candidate in entry.best}
         for raw_id, bag_id, polarity, score, in_conflict in rows:
             key = (in_conflict, polarity)
             deposit_id = str(uuid.UUID(str(raw_id)))
-            if any(candidate.id == deposit_id for candidate in classes[key].best):
+            if deposit_id in kept:
                 continue  # a repeater read again by a later window
+            kept.add(deposit_id)
             classes[key].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
             touched.add(key)
         for key in touched:
