@@ -215,3 +215,20 @@ def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
         assert [c.id for c in slice_hits(candidates, limit)] == [c.id for c in slice_hits(walked, limit)], (
             limit
         )
+
+
+def test_every_gin_index_recall_reads_keeps_a_small_pending_list(on_postgres: None) -> None:
+    """A search reads a GIN index's whole pending list: at the 4 MB default, a store taking
+    writes made recall pay for up to three such lists (deposits/0012)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.relname, i.reloptions FROM pg_index x "
+            "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
+            "JOIN pg_am am ON am.oid = i.relam "
+            "WHERE am.amname = 'gin' AND t.relname IN ('deposits_deposit', 'deposits_scopebag')"
+        )
+        indexes = dict(cursor.fetchall())
+    assert set(indexes) >= {"deposit_user_search", "deposit_user_repeated", "bag_user_terms"}
+    assert {
+        name: options for name, options in indexes.items() if options != ["gin_pending_list_limit=256"]
+    } == {}

@@ -25,9 +25,9 @@ BAG_COLUMNS = (
     "kept_cautionary, kept_superseded, last_deposit_at, created_at, updated_at"
 )
 EDGE_COLUMNS = "user_id, new_deposit_id, old_deposit_id, reason, created_at"
-GIN_INDEX = (
-    "CREATE INDEX deposit_user_search ON deposits_deposit USING gin (user_id, polarity, search_vector)"
-)
+# Dropped while loading and built again after, exactly as the migrations left it (its storage
+# parameters included).
+GIN_INDEX = "deposit_user_search"
 CLUSTER_BAGS = "CLUSTER deposits_scopebag USING bag_user_updated"
 FLUSH_ROWS = 50_000
 
@@ -83,7 +83,9 @@ class Command(BaseCommand):
                 with connection.cursor() as cursor:
                     # Check foreign keys per COPY, so nothing is pending when the index is built.
                     cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-                    cursor.execute("DROP INDEX IF EXISTS deposit_user_search")
+                    cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [GIN_INDEX])
+                    (gin_definition,) = cursor.fetchone()
+                    cursor.execute(f"DROP INDEX {GIN_INDEX}")
             counts = generate(
                 deposits=options["deposits"],
                 owners=options["owners"],
@@ -97,7 +99,7 @@ class Command(BaseCommand):
             if postgres:
                 index_started = time.perf_counter()
                 with connection.cursor() as cursor:
-                    cursor.execute(GIN_INDEX)
+                    cursor.execute(gin_definition)
                 self.stdout.write(f"  full-text index built in {time.perf_counter() - index_started:.1f}s")
                 terms_started = time.perf_counter()
                 bag_terms_refresh(user_prefix=OWNER_PREFIX)
