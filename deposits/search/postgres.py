@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -223,7 +222,9 @@ def _tight(
 @dataclass(frozen=True, slots=True)
 class _Matched:
     aggregates: Aggregates
-    conflict_bags: list[str]
+    # The matching bags in conflict, as one text of ids separated by spaces (an id is
+    # `bag_` and hex): sent back with each read as one value, not an array of hundreds.
+    conflict_bags: str
     tsquery: str
     # Live deposits of the matching bags per (conflict?, polarity): at least their matches.
     live: dict[tuple[bool, str], int]
@@ -325,7 +326,7 @@ matched AS (
 SELECT count(*),
        count(*) FILTER (WHERE bag.in_conflict),
        count(*) FILTER (WHERE bag.confident),
-       coalesce(array_agg(bag.id) FILTER (WHERE bag.in_conflict), '{{}}'),
+       coalesce(string_agg(bag.id, ' ') FILTER (WHERE bag.in_conflict), ''),
        (SELECT q.q::text FROM q),
        {live}
 FROM matched bag
@@ -336,7 +337,7 @@ FROM matched bag
             bags, conflicts, confident, conflict_ids, tsquery, *counts = cursor.fetchone()
         return _Matched(
             Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident),
-            list(conflict_ids),
+            conflict_ids,
             tsquery or "",
             {side: int(count) for side, count in zip(sides, counts, strict=True)},
         )
@@ -396,7 +397,7 @@ FROM matched bag
         self,
         request: SearchRequest,
         query: str,
-        conflict_bags: list[str],
+        conflict_bags: str,
         parts: list[_Part],
         classes: dict[tuple[bool, str], _Class],
     ) -> None:
@@ -417,7 +418,8 @@ FROM matched bag
         # The matches are read once; each class's best is then a bounded top-N over them, which
         # costs far less than sorting them all. The conflict bags are sent once.
         sql = f"""
-WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q), cb AS (SELECT unnest(%s::text[]) AS id),
+WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
+cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
 m AS MATERIALIZED ({reads}
 )
 SELECT x.id, x.bag_id, x.polarity, x.score, c.in_conflict
@@ -445,7 +447,7 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
         kept = {candidate.id for entry in classes.values() for candidate in entry.best}
         for raw_id, bag_id, polarity, score, in_conflict in rows:
             key = (in_conflict, polarity)
-            deposit_id = str(uuid.UUID(str(raw_id)))
+            deposit_id = str(raw_id)  # psycopg gives a uuid.UUID
             if deposit_id in kept:
                 continue  # a repeater read again by a later window
             kept.add(deposit_id)
