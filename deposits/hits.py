@@ -13,14 +13,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 
 from django.db import connection
 
-from deposits.bags import bag_stats, newest_live_claims, stats_of
+from deposits.bags import bag_stats, newest_live_claims
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, peer_polarities
-from deposits.domain.types import DIRECTIONAL
+from deposits.domain.types import DIRECTIONAL, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.models import Deposit, ScopeBag
+from deposits.models import Deposit
 from deposits.selectors import deposit_records, record_from_row
 from deposits.sqlrules import dominant_sql, in_conflict_sql, live_sql
 
@@ -49,7 +50,7 @@ _DEPOSIT_FIELDS = [
     if field.attname not in {"search_vector", "retracted_at", "retracted_reason"}
 ]
 _BAG_FIELDS = [
-    *(f"live_{polarity}" for polarity in ("positive", "negative", "cautionary", "open")),
+    *(f"live_{polarity}" for polarity in POLARITIES),
     *(f"newest_{polarity}_at" for polarity in DIRECTIONAL),
 ]
 _DIRECTIONAL_LIST = ", ".join(f"'{polarity}'" for polarity in DIRECTIONAL)
@@ -58,14 +59,14 @@ _DIRECTIONAL_LIST = ", ".join(f"'{polarity}'" for polarity in DIRECTIONAL)
 # than the hit's own (an open hit: other than the bag's dominant one) that the bag holds live,
 # and a polarity the bag holds no live deposit of adds no row, so the last condition needs no SQL.
 _DETAILS_SQL = f"""
-SELECT {", ".join(f"d.{name}" for name in _DEPOSIT_FIELDS)},
+SELECT {", ".join(f"d.{name}::text" if name == "id" else f"d.{name}" for name in _DEPOSIT_FIELDS)},
        {", ".join(f"bag.{name}" for name in _BAG_FIELDS)},
        ARRAY(
-           SELECT c.old_deposit_id FROM deposits_contradiction c
+           SELECT c.old_deposit_id::text FROM deposits_contradiction c
            WHERE c.new_deposit_id = d.id ORDER BY c.created_at, c.id
        ),
        CASE WHEN {in_conflict_sql("bag")} THEN ARRAY(
-           SELECT p.id FROM deposits_deposit p
+           SELECT p.id::text FROM deposits_deposit p
            WHERE p.user_id = d.user_id AND p.bag_id = d.bag_id AND p.id <> d.id
              AND p.polarity IN ({_DIRECTIONAL_LIST})
              AND p.polarity <> (CASE WHEN d.polarity = 'open' THEN {dominant_sql("bag")} ELSE d.polarity END)
@@ -78,6 +79,7 @@ WHERE d.user_id = %s AND d.id = ANY(%s::uuid[])
 """
 
 
+_ID = _DEPOSIT_FIELDS.index("id")
 # The columns whose field turns the database's value into Python's (the JSON lists).
 _CONVERTERS = [
     (index, field.from_db_value)
@@ -96,11 +98,17 @@ def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDeta
         values = list(row[:width])
         for index, convert in _CONVERTERS:
             values[index] = convert(values[index], None, connection)
-        deposit = Deposit.from_db(connection.alias, _DEPOSIT_FIELDS, values)
-        bag = ScopeBag(**dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True)))
+        # The row's columns under the model's names: record_from_row reads only those, and a
+        # model instance per hit cost more than the rest of this loop.
+        deposit = SimpleNamespace(pk=values[_ID], **dict(zip(_DEPOSIT_FIELDS, values, strict=True)))
+        bag = dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True))
+        stats = BagStats(
+            **{polarity: bag[f"live_{polarity}"] for polarity in POLARITIES},
+            newest=tuple(bag[f"newest_{polarity}_at"] for polarity in DIRECTIONAL),  # type: ignore[arg-type]
+        )
         contradicts, peers = row[width + len(_BAG_FIELDS) :]
-        record = record_from_row(deposit, contradicts=[str(old) for old in contradicts])
-        details[record.id] = HitDetail(record, stats_of(bag), tuple(str(peer) for peer in peers or ()))
+        record = record_from_row(deposit, contradicts=contradicts)  # type: ignore[arg-type]
+        details[record.id] = HitDetail(record, stats, tuple(peers or ()))
     return details
 
 

@@ -422,7 +422,7 @@ WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
 m AS MATERIALIZED ({reads}
 )
-SELECT x.id, x.bag_id, x.polarity, x.score, c.in_conflict
+SELECT x.id::text, x.bag_id, x.polarity, x.score, c.in_conflict
 FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LATERAL (
     SELECT m.id, m.bag_id, m.polarity, m.score FROM m
     WHERE m.in_conflict = c.in_conflict AND m.polarity = c.polarity
@@ -445,9 +445,8 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
             rows = cursor.fetchall()
         touched = set()
         kept = {candidate.id for entry in classes.values() for candidate in entry.best}
-        for raw_id, bag_id, polarity, score, in_conflict in rows:
+        for deposit_id, bag_id, polarity, score, in_conflict in rows:
             key = (in_conflict, polarity)
-            deposit_id = str(raw_id)  # psycopg gives a uuid.UUID
             if deposit_id in kept:
                 continue  # a repeater read again by a later window
             kept.add(deposit_id)
