@@ -129,10 +129,15 @@ def database_from_url(url: str) -> dict[str, object]:
         "CONN_HEALTH_CHECKS": True,
         # JIT compiles a plan in 10–100 ms: a loss for queries that run in a few milliseconds.
         "OPTIONS": {
-            "options": "-c jit=off",
-            # Parameters sent apart from the statement, so psycopg prepares a statement run a few
-            # times on one connection and PostgreSQL stops parsing and planning it every time.
+            # A prepared statement is still planned for each execution's own values: after five
+            # runs PostgreSQL would otherwise try one generic plan, and for recall's reads (a
+            # text query whose selectivity only the value tells) it chose plans that doubled
+            # recall's latency (p50 22 -> 43 ms at 1M deposits, docs/BENCHMARKS.md).
+            "options": "-c jit=off -c plan_cache_mode=force_custom_plan",
+            # Parameters sent apart from the statement, and a statement a connection has run
+            # DATABASE_PREPARE_THRESHOLD times prepared: PostgreSQL then skips parsing it (0: never).
             "server_side_binding": env_bool("DATABASE_SERVER_SIDE_BINDING", True),
+            "prepare_threshold": env_int("DATABASE_PREPARE_THRESHOLD", 5, low=0, high=1000) or None,
             **pool,
             **dict(parse_qsl(parts.query)),
         },
