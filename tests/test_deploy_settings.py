@@ -369,3 +369,29 @@ def test_postgresql_statements_are_bound_on_the_server_unless_turned_off(monkeyp
     assert database_from_url(url)["OPTIONS"]["server_side_binding"] is True
     monkeypatch.setenv("DATABASE_SERVER_SIDE_BINDING", "false")
     assert database_from_url(url)["OPTIONS"]["server_side_binding"] is False
+
+
+def test_a_statement_a_connection_repeats_is_prepared_and_planned_for_each_executions_values(db, on_postgres):
+    """Parsed once, never run on a generic plan: for recall's reads one doubled the latency."""
+    from django.db import connection
+
+    sql = "SELECT count(*) FROM deposits_deposit WHERE user_id = %s AND search_vector @@ to_tsquery(%s)"
+    with connection.cursor() as cursor:
+        for run in range(12):
+            cursor.execute(sql, [f"owner-{run}", "threshold"])
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%search_vector @@ to_tsquery($2)%"],
+        )
+        # Prepared after its 5th run: the 6th to the 12th each planned for their own values.
+        assert cursor.fetchall() == [(0, 7)]
+
+
+def test_preparing_can_be_turned_off_for_a_pooler_that_cannot_keep_prepared_statements(monkeypatch):
+    from atlaso_site.settings import database_from_url
+
+    url = "postgres://postgres@127.0.0.1:5432/atlaso"
+    monkeypatch.delenv("DATABASE_PREPARE_THRESHOLD", raising=False)
+    assert database_from_url(url)["OPTIONS"]["prepare_threshold"] == 5
+    monkeypatch.setenv("DATABASE_PREPARE_THRESHOLD", "0")
+    assert database_from_url(url)["OPTIONS"]["prepare_threshold"] is None
