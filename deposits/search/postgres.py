@@ -245,8 +245,12 @@ class _Window:
 
 @dataclass
 class _Class:
+    """One polarity's best matches so far, in recall's order: conflict bags first, then score."""
+
     best: list[Candidate] = field(default_factory=list)
     open: bool = True
+    # Some matching bag of this polarity is in conflict: an older match may outrank any other.
+    conflicts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,9 +354,17 @@ FROM matched bag
     def _best_per_class(
         self, request: SearchRequest, query: str, matched: _Matched, plan: WalkPlan
     ) -> list[Candidate]:
-        """The best `per_class` hits of each (conflict?, polarity) class, by score, exactly."""
-        # A class whose matching bags hold no live deposit of its polarity has no match.
-        classes = {key: _Class(open=count > 0) for key, count in matched.live.items()}
+        """The best `per_class` hits of each polarity in recall's order (conflict bags first, then
+        score), exactly: what `slice_hits` needs, as each polarity's first `limit` in that order
+        hold every hit it can choose."""
+        # A polarity whose matching bags hold no live deposit of it has no match.
+        classes = {
+            polarity: _Class(
+                open=matched.live[(True, polarity)] + matched.live[(False, polarity)] > 0,
+                conflicts=matched.live[(True, polarity)] > 0,
+            )
+            for polarity in POLARITIES
+        }
         parts: list[_Part] = []
         if plan.full or not plan.walk:
             # Scored in full: the whole query when nothing is walked (also a query whose rank
@@ -375,12 +387,10 @@ FROM matched bag
             parts = []
         return [candidate for entry in classes.values() for candidate in entry.best]
 
-    def _window(
-        self, window: _Window, classes: dict[tuple[bool, str], _Class], plan: WalkPlan, now: datetime
-    ) -> _Part:
+    def _window(self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
         scored in full (a repeater read again is counted once)."""
-        polarities = [p for p in POLARITIES if classes[(True, p)].open or classes[(False, p)].open]
+        polarities = [polarity for polarity, entry in classes.items() if entry.open]
         where, params = " AND d.polarity = ANY(%s::text[])", [polarities]
         if window.lower is not None:
             where += " AND d.created_at >= %s"
@@ -399,9 +409,9 @@ FROM matched bag
         query: str,
         conflict_bags: str,
         parts: list[_Part],
-        classes: dict[tuple[bool, str], _Class],
+        classes: dict[str, _Class],
     ) -> None:
-        """Read the parts' matches once, and keep the best of each open class."""
+        """Read the parts' matches once, and keep the best of each open polarity."""
         live = live_sql("d", owner_param=True) + "".join(
             f" AND d.scope_{name} = %s" for name in request.facets
         )
@@ -415,18 +425,18 @@ FROM matched bag
     WHERE d.user_id = %s AND {part.column} @@ {part.matches} AND {live}{part.where}"""
             for part in parts
         )
-        # The matches are read once; each class's best is then a bounded top-N over them, which
+        # The matches are read once; each polarity's best is then a bounded top-N over them, which
         # costs far less than sorting them all. The conflict bags are sent once.
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
 m AS MATERIALIZED ({reads}
 )
-SELECT x.id::text, x.bag_id, x.polarity, x.score, c.in_conflict
-FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LATERAL (
-    SELECT m.id, m.bag_id, m.polarity, m.score FROM m
-    WHERE m.in_conflict = c.in_conflict AND m.polarity = c.polarity
-    ORDER BY m.score DESC, m.id LIMIT %s
+SELECT x.id::text, x.bag_id, x.polarity, x.score, x.in_conflict
+FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
+    SELECT m.id, m.bag_id, m.polarity, m.score, m.in_conflict FROM m
+    WHERE m.polarity = c.polarity
+    ORDER BY m.in_conflict DESC, m.score DESC, m.id LIMIT %s
 ) x"""
         params: list[object] = [query, conflict_bags]
         for part in parts:
@@ -438,32 +448,30 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
                 *request.facets.values(),
                 *part.where_params,
             ]
-        wanted = [key for key, entry in classes.items() if entry.open]
-        params += [[key[0] for key in wanted], [key[1] for key in wanted], request.per_class]
+        params += [[polarity for polarity, entry in classes.items() if entry.open], request.per_class]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         touched = set()
         kept = {candidate.id for entry in classes.values() for candidate in entry.best}
         for deposit_id, bag_id, polarity, score, in_conflict in rows:
-            key = (in_conflict, polarity)
             if deposit_id in kept:
                 continue  # a repeater read again by a later window
             kept.add(deposit_id)
-            classes[key].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
-            touched.add(key)
-        for key in touched:
-            best = classes[key].best
-            best.sort(key=lambda candidate: (-candidate.score, candidate.id))
+            classes[polarity].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
+            touched.add(polarity)
+        for polarity in touched:
+            best = classes[polarity].best
+            best.sort(key=lambda candidate: candidate.order_key)
             del best[request.per_class :]
 
-    def _advance(
-        self, window: _Window, classes: dict[tuple[bool, str], _Class], bound: float, per_class: int
-    ) -> None:
-        """Close the classes no older match can enter, and choose the next window.
+    def _advance(self, window: _Window, classes: dict[str, _Class], bound: float, per_class: int) -> None:
+        """Close the polarities no older match can enter, and choose the next window.
 
         A match older than the window's edge ranks below `bound` and has decayed below
-        decay(edge), so once a class's N-th best beats bound × decay(edge), none can enter it.
+        decay(edge). Once a polarity's N-th best beats bound × decay(edge), no older match can
+        enter its top N, unless that N-th best lies outside a conflict bag while an older match
+        may lie in one (it would rank first): then N members from conflict bags are needed.
         """
         if window.lower is None:
             for entry in classes.values():
@@ -471,11 +479,13 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
             return
         edge = window.lower
         lower = edge
-        for (_, polarity), entry in classes.items():
+        for polarity, entry in classes.items():
             if not entry.open:
                 continue
-            if len(entry.best) == per_class:
-                nth = entry.best[-1].score
+            # The members that count towards closing: those in conflict bags while one may match.
+            counted = [c for c in entry.best if c.in_conflict] if entry.conflicts else entry.best
+            if len(counted) == per_class:
+                nth = counted[-1].score
                 if nth > bound * decay(edge, polarity):
                     entry.open = False
                     continue
@@ -483,9 +493,9 @@ FROM unnest(%s::boolean[], %s::text[]) AS c(in_conflict, polarity) CROSS JOIN LA
                 # WINDOW_GROWTH times further, as the matches on the way may close it sooner.
                 needed = HALF_LIFE_DAYS[polarity] * math.log2(bound / nth) * (1 + 1e-9)
                 lower = max(lower, min(needed, edge * WINDOW_GROWTH))
-            elif entry.best:
+            elif counted:
                 # Too few yet: read as far again as these took, times how many are missing.
-                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * per_class / len(entry.best)))
+                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * per_class / len(counted)))
             else:
                 lower = max(lower, edge * SPARSE_GROWTH)
         window.upper, window.lower = edge, None if lower > ALL_OLDER_DAYS else lower

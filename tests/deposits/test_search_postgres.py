@@ -147,6 +147,31 @@ def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on
     assert slice_hits(candidates, 10)[0].id == winner.id == slice_hits(walked, 10)[0].id
 
 
+@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
+def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(on_postgres, plan):
+    """Conflict bags rank first whatever the score: ten fresh "threshold"s in quiet bags do not
+    close the walk while a bag in conflict may hold an older one (written 30 days ago)."""
+    now = timezone.now()
+    fresh = [
+        {**claim("positive", f"threshold note {i}", {"env": f"quiet-{i}"}), "idempotency_key": f"n{i}"}
+        for i in range(10)
+    ]
+    disputed = [
+        {**claim("positive", "threshold holds", {"env": "disputed"}), "idempotency_key": "o1"},
+        {**claim("negative", "it does not", {"env": "disputed"}), "idempotency_key": "o2"},
+    ]
+    with clock(now - timedelta(days=30)):
+        older, _ = deposit_add_many(user_id="owner", items=disputed, channel="agent-a").committed
+    with clock(now - timedelta(hours=1)):
+        deposit_add_many(user_id="owner", items=fresh, channel="agent-a")
+    request = request_for("threshold", 10)
+    every, _, _ = SearchBackend.search(PostgresBackend(), request)
+    with path(plan):
+        candidates, _, _ = PostgresBackend().search(request)
+    assert slice_hits(candidates, 10)[0].id == older.id == slice_hits(every, 10)[0].id
+    assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(every, 10)]
+
+
 def test_a_query_whose_rank_has_no_bound_is_scored_in_full(store):
     """A tsquery that is not a plain OR of lexemes (a word the parser splits) is never walked."""
     request = request_for("threshold latency", 10)
