@@ -65,8 +65,10 @@ class Candidate:
 def slice_hits(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
     """Pick `limit` hits: first each polarity's reserved places, then the best remaining.
 
-    `candidates` must hold, for each (conflict, polarity) class, at least its best `limit`
-    members; the result is in display order (conflict bags first, then score).
+    `candidates` must hold, for each polarity, at least its first `limit` in display order
+    (conflict bags first, then score); each (conflict, polarity) class's best `limit` hold
+    those. Nothing else can be picked: every candidate before a pick was picked too. The result
+    is in display order.
     """
     ordered = sorted(candidates, key=lambda c: c.order_key)
     quota = reserved_places(limit)

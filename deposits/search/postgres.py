@@ -6,14 +6,15 @@ sorts every match:
 
 - the aggregate flags come from the owner's bags (a bag matches when any of its live deposits
   does, which is exactly what an OR-of-words query on the union of their lexemes says);
-- the best hits of each (conflict?, polarity) class come from a walk newest first, window by
-  window, that stops once no older match can enter the class's top N. The stop is proven:
+- the best hits of each polarity, in recall's order (conflict bags first, then score), come
+  from a walk newest first, window by window, that stops once no older match can enter the
+  polarity's top N. The stop is proven:
   `ts_rank` gives each query lexeme a document holds once exactly 0.1/1.6449 (more when it is
   repeated, below 0.1) and divides by the number of lexemes, and the recency decay only falls
   with age. Matches that would rank above that (rare lexemes, documents holding several of the
   common ones, documents repeating one: an index on the lexemes each deposit repeats finds
   those, when few) are scored in full first, so every walked match ranks exactly what the
-  lexemes it holds give, and the walk stops as soon as each class holds its N best.
+  lexemes it holds give, and the walk stops as soon as each polarity holds its N best.
 """
 
 from __future__ import annotations
