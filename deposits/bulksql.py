@@ -78,8 +78,10 @@ def insert_rows(
             [_prepare(value, pg_type) for value in column] if pg_type in _PREPARED else list(column)
             for column, pg_type in zip(zip(*rows, strict=True), types, strict=True)
         ]
-        # JSON travels as text and is cast per element (psycopg would otherwise guess).
-        select = ", ".join("%s::text[]::jsonb[]" if t == "jsonb" else f"%s::{t}[]" for t in types)
+        # JSON travels as text and is cast per element (psycopg would otherwise guess). `%b`
+        # sends each array in binary: `%s` let psycopg pick text for strings, and quote every
+        # element after testing it against a regular expression.
+        select = ", ".join("%b::text[]::jsonb[]" if t == "jsonb" else f"%b::{t}[]" for t in types)
         sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({select}) {suffix}"
         params: list[object] = arrays
     else:
