@@ -28,6 +28,16 @@ def confident_sql(bag: str = "bag") -> str:
     return f"NOT ({in_conflict_sql(bag)}) AND {directional_sql(bag)} > {THIN_MAX_DIRECTIONAL}"
 
 
+def in_conflict_stored_sql(bag: str = "bag") -> str:
+    """`in_conflict_sql` read from the bag's stored rule columns (deposits/0009), not recounted."""
+    return f"{bag}.directional_kinds >= {CONFLICT_MIN_KINDS}"
+
+
+def confident_stored_sql(bag: str = "bag") -> str:
+    """`confident_sql` read from the bag's stored rule columns."""
+    return f"{bag}.directional_kinds < {CONFLICT_MIN_KINDS} AND {bag}.directional > {THIN_MAX_DIRECTIONAL}"
+
+
 def dominant_sql(bag: str = "bag") -> str:
     """The directional polarity with most live deposits, a tie to the newest deposit (a missing
     newest last, then DIRECTIONAL's order, as Python's max keeps the first); NULL when none."""

@@ -31,7 +31,7 @@ from django.db import connection
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
-from deposits.sqlrules import confident_sql, in_conflict_sql, live_sql
+from deposits.sqlrules import confident_stored_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
 # calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,
@@ -308,11 +308,12 @@ class PostgresBackend(SearchBackend):
             f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}bag.in_conflict), 0)"
             for side, p in sides
         )
-        # Each matching bag's rules are worked out once, and only the columns read are carried:
-        # a bag row also holds its lexemes, which the aggregate never needs.
+        # Each matching bag's rules come from its stored rule columns (deposits/0009; recounting
+        # them from the live counts cost 0.5 ms at 4,500 bags), and only the columns read are
+        # carried: a bag row also holds its lexemes, which the aggregate never needs.
         columns = (
             f"bag.id, {', '.join(f'bag.live_{p}' for p in POLARITIES)}, "
-            f"{in_conflict_sql('bag')} AS in_conflict, {confident_sql('bag')} AS confident"
+            f"{in_conflict_stored_sql('bag')} AS in_conflict, {confident_stored_sql('bag')} AS confident"
         )
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
