@@ -60,6 +60,9 @@ MAX_TIER_CLAUSES = 64
 FIRST_WINDOW_DAYS = 2.0
 WINDOW_GROWTH = 4.0
 SPARSE_GROWTH = 16.0
+# A window read for conflict bags alone (a polarity whose quiet bags can add nothing older) reads
+# few rows, so it may grow this much at once.
+CONFLICT_ONLY_GROWTH = 16.0
 # Past this age a window reads everything older.
 ALL_OLDER_DAYS = 36500.0
 # pg_stats' lexeme frequencies are read once per this many seconds per database.
@@ -252,6 +255,9 @@ class _Class:
     open: bool = True
     # Some matching bag of this polarity is in conflict: an older match may outrank any other.
     conflicts: bool = False
+    # No older match from a bag outside conflict can enter its best: the walk reads back only
+    # the conflict bags for it.
+    conflict_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,8 +398,17 @@ FROM matched bag
     def _window(self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
         scored in full (a repeater read again is counted once)."""
-        polarities = [polarity for polarity, entry in classes.items() if entry.open]
-        where, params = " AND d.polarity = ANY(%s::text[])", [polarities]
+        every = [polarity for polarity, entry in classes.items() if entry.open and not entry.conflict_only]
+        conflict_only = [
+            polarity for polarity, entry in classes.items() if entry.open and entry.conflict_only
+        ]
+        in_conflict = "d.polarity = ANY(%s::text[]) AND d.bag_id IN (SELECT cb.id FROM cb)"
+        if every and conflict_only:
+            where, params = f" AND (d.polarity = ANY(%s::text[]) OR ({in_conflict}))", [every, conflict_only]
+        elif every:
+            where, params = " AND d.polarity = ANY(%s::text[])", [every]
+        else:
+            where, params = f" AND {in_conflict}", [conflict_only]
         if window.lower is not None:
             where += " AND d.created_at >= %s"
             params.append(now - timedelta(days=window.lower))
@@ -471,9 +486,12 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
         """Close the polarities no older match can enter, and choose the next window.
 
         A match older than the window's edge ranks below `bound` and has decayed below
-        decay(edge). Once a polarity's N-th best beats bound × decay(edge), no older match can
-        enter its top N, unless that N-th best lies outside a conflict bag while an older match
-        may lie in one (it would rank first): then N members from conflict bags are needed.
+        B = bound × decay(edge). An older match from a quiet bag (not in conflict) can enter a
+        polarity's top N only while it holds fewer than N or its last quiet member scores at
+        most B; one from a conflict bag ranks before every quiet one, so it can enter while the
+        polarity holds fewer than N from conflict bags or the N-th of them scores at most B.
+        Once neither can, the polarity is closed; once only the second can, the walk reads back
+        the conflict bags alone for it. Both stay so: B only falls and the members only improve.
         """
         if window.lower is None:
             for entry in classes.values():
@@ -484,20 +502,27 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
         for polarity, entry in classes.items():
             if not entry.open:
                 continue
-            # The members that count towards closing: those in conflict bags while one may match.
-            counted = [c for c in entry.best if c.in_conflict] if entry.conflicts else entry.best
+            ceiling = bound * decay(edge, polarity)
+            quiet = [c for c in entry.best if not c.in_conflict]
+            conflict = [c for c in entry.best if c.in_conflict]
+            if len(entry.best) == per_class and (not quiet or quiet[-1].score > ceiling):
+                entry.conflict_only = entry.conflicts
+            # The members that decide the next window: those from conflict bags once only they can
+            # change, else all.
+            counted = conflict if entry.conflict_only else entry.best
             if len(counted) == per_class:
                 nth = counted[-1].score
-                if nth > bound * decay(edge, polarity):
+                if nth > ceiling:
                     entry.open = False
                     continue
                 # The age past which this N-th best beats every older match; read at most
                 # WINDOW_GROWTH times further, as the matches on the way may close it sooner.
                 needed = HALF_LIFE_DAYS[polarity] * math.log2(bound / nth) * (1 + 1e-9)
-                lower = max(lower, min(needed, edge * WINDOW_GROWTH))
-            elif counted:
+                growth = CONFLICT_ONLY_GROWTH if entry.conflict_only else WINDOW_GROWTH
+                lower = max(lower, min(needed, edge * growth))
+            elif counted and not entry.conflict_only:
                 # Too few yet: read as far again as these took, times how many are missing.
                 lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * per_class / len(counted)))
             else:
-                lower = max(lower, edge * SPARSE_GROWTH)
+                lower = max(lower, edge * (CONFLICT_ONLY_GROWTH if entry.conflict_only else SPARSE_GROWTH))
         window.upper, window.lower = edge, None if lower > ALL_OLDER_DAYS else lower

@@ -172,6 +172,36 @@ def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(
     assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(every, 10)]
 
 
+@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
+def test_a_conflict_bag_does_not_stop_the_walk_for_an_older_quiet_match_that_still_ranks(on_postgres, plan):
+    """While an older match from a quiet bag could still beat the polarity's last quiet member,
+    the walk keeps reading every bag, not only those in conflict: four "threshold"s written two
+    days ago beat single ones written an hour ago."""
+    now = timezone.now()
+    disputed = [
+        {**claim("positive", "threshold holds", {"env": "disputed"}), "idempotency_key": "c1"},
+        {**claim("negative", "it does not", {"env": "disputed"}), "idempotency_key": "c2"},
+    ]
+    fresh = [
+        {**claim("positive", f"threshold note {i}", {"env": f"quiet-{i}"}), "idempotency_key": f"n{i}"}
+        for i in range(3)
+    ]
+    older = {
+        **claim("positive", "threshold threshold threshold threshold", {"env": "old"}),
+        "idempotency_key": "o",
+    }
+    with clock(now - timedelta(days=2)):
+        (winner,) = deposit_add_many(user_id="owner", items=[older], channel="agent-a").committed
+    with clock(now - timedelta(hours=1)):
+        deposit_add_many(user_id="owner", items=[*disputed, *fresh], channel="agent-a")
+    request = request_for("threshold", 3)
+    every, _, _ = SearchBackend.search(PostgresBackend(), request)
+    with path(plan):
+        candidates, _, _ = PostgresBackend().search(request)
+    assert winner.id in [c.id for c in slice_hits(every, 3)]
+    assert [c.id for c in slice_hits(candidates, 3)] == [c.id for c in slice_hits(every, 3)]
+
+
 def test_a_query_whose_rank_has_no_bound_is_scored_in_full(store):
     """A tsquery that is not a plain OR of lexemes (a word the parser splits) is never walked."""
     request = request_for("threshold latency", 10)
