@@ -123,83 +123,78 @@ def test_the_walk_stops_before_the_oldest_matches_when_newer_ones_fill_every_cla
     assert all("d.created_at >=" in sql for sql in walked), "no window reached the 3,000-day-old matches"
 
 
-@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
-def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres, plan):
-    """The walk stops only when no older match can win: four "threshold"s written two days ago
-    (rank 0.087 × decay 0.91) beat ten single ones written an hour ago (0.061 × 1.0)."""
-    now = timezone.now()
-    newer = [
-        {**claim("positive", f"threshold note {i}", {"env": f"e{i}"}), "idempotency_key": f"n{i}"}
-        for i in range(10)
-    ]
-    older = {
-        **claim("positive", "threshold threshold threshold threshold", {"env": "old"}),
-        "idempotency_key": "o",
-    }
-    with clock(now - timedelta(days=2)):
-        (winner,) = deposit_add_many(user_id="owner", items=[older], channel="agent-a").committed
-    with clock(now - timedelta(hours=1)):
-        deposit_add_many(user_id="owner", items=newer, channel="agent-a")
-    request = request_for("threshold", 10)
-    walked, _, _ = SearchBackend.search(PostgresBackend(), request)
-    with path(plan):
-        candidates, _, _ = PostgresBackend().search(request)
-    assert slice_hits(candidates, 10)[0].id == winner.id == slice_hits(walked, 10)[0].id
+def item(polarity: str, content: str, env: str, key: str) -> dict:
+    return {**claim(polarity, content, {"env": env}), "idempotency_key": key}
 
 
-@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
-def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(on_postgres, plan):
-    """Conflict bags rank first whatever the score: ten fresh "threshold"s in quiet bags do not
-    close the walk while a bag in conflict may hold an older one (written 30 days ago)."""
-    now = timezone.now()
-    fresh = [
-        {**claim("positive", f"threshold note {i}", {"env": f"quiet-{i}"}), "idempotency_key": f"n{i}"}
-        for i in range(10)
-    ]
-    disputed = [
-        {**claim("positive", "threshold holds", {"env": "disputed"}), "idempotency_key": "o1"},
-        {**claim("negative", "it does not", {"env": "disputed"}), "idempotency_key": "o2"},
-    ]
-    with clock(now - timedelta(days=30)):
-        older, _ = deposit_add_many(user_id="owner", items=disputed, channel="agent-a").committed
-    with clock(now - timedelta(hours=1)):
-        deposit_add_many(user_id="owner", items=fresh, channel="agent-a")
-    request = request_for("threshold", 10)
+def written(ago: timedelta, items: list[dict]) -> list:
+    with clock(timezone.now() - ago):
+        return deposit_add_many(user_id="owner", items=items, channel="agent-a").committed
+
+
+def both_ways(plan: str, query: str, limit: int) -> tuple[list[str], list[str]]:
+    """The hits `plan` gives, and those scoring every match gives."""
+    request = request_for(query, limit)
     every, _, _ = SearchBackend.search(PostgresBackend(), request)
     with path(plan):
         candidates, _, _ = PostgresBackend().search(request)
-    assert slice_hits(candidates, 10)[0].id == older.id == slice_hits(every, 10)[0].id
-    assert [c.id for c in slice_hits(candidates, 10)] == [c.id for c in slice_hits(every, 10)]
+    return [c.id for c in slice_hits(candidates, limit)], [c.id for c in slice_hits(every, limit)]
 
 
-@pytest.mark.parametrize("plan", ["walk", "tight walk", "tiers"])
+WALKS = ["walk", "tight walk", "tiers"]
+
+
+@pytest.mark.parametrize("plan", WALKS)
+def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres, plan):
+    """The walk stops only when no older match can win: four "threshold"s written two days ago
+    (rank 0.087 × decay 0.91) beat ten single ones written an hour ago (0.061 × 1.0)."""
+    (winner,) = written(
+        timedelta(days=2), [item("positive", "threshold threshold threshold threshold", "old", "o")]
+    )
+    written(
+        timedelta(hours=1), [item("positive", f"threshold note {i}", f"e{i}", f"n{i}") for i in range(10)]
+    )
+    fast, every = both_ways(plan, "threshold", 10)
+    assert fast[0] == winner.id == every[0]
+
+
+@pytest.mark.parametrize("plan", WALKS)
+def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(on_postgres, plan):
+    """Conflict bags rank first whatever the score: ten fresh "threshold"s in quiet bags do not
+    close the walk while a bag in conflict may hold an older one (written 30 days ago)."""
+    disputed = [
+        item("positive", "threshold holds", "disputed", "c1"),
+        item("negative", "it does not", "disputed", "c2"),
+    ]
+    older, _ = written(timedelta(days=30), disputed)
+    written(
+        timedelta(hours=1),
+        [item("positive", f"threshold note {i}", f"quiet-{i}", f"n{i}") for i in range(10)],
+    )
+    fast, every = both_ways(plan, "threshold", 10)
+    assert fast[0] == older.id == every[0]
+    assert fast == every
+
+
+@pytest.mark.parametrize("plan", WALKS)
 def test_a_conflict_bag_does_not_stop_the_walk_for_an_older_quiet_match_that_still_ranks(on_postgres, plan):
     """While an older match from a quiet bag could still beat the polarity's last quiet member,
     the walk keeps reading every bag, not only those in conflict: four "threshold"s written two
     days ago beat single ones written an hour ago."""
-    now = timezone.now()
+    (winner,) = written(
+        timedelta(days=2), [item("positive", "threshold threshold threshold threshold", "old", "o")]
+    )
     disputed = [
-        {**claim("positive", "threshold holds", {"env": "disputed"}), "idempotency_key": "c1"},
-        {**claim("negative", "it does not", {"env": "disputed"}), "idempotency_key": "c2"},
+        item("positive", "threshold holds", "disputed", "c1"),
+        item("negative", "it does not", "disputed", "c2"),
     ]
-    fresh = [
-        {**claim("positive", f"threshold note {i}", {"env": f"quiet-{i}"}), "idempotency_key": f"n{i}"}
-        for i in range(3)
-    ]
-    older = {
-        **claim("positive", "threshold threshold threshold threshold", {"env": "old"}),
-        "idempotency_key": "o",
-    }
-    with clock(now - timedelta(days=2)):
-        (winner,) = deposit_add_many(user_id="owner", items=[older], channel="agent-a").committed
-    with clock(now - timedelta(hours=1)):
-        deposit_add_many(user_id="owner", items=[*disputed, *fresh], channel="agent-a")
-    request = request_for("threshold", 3)
-    every, _, _ = SearchBackend.search(PostgresBackend(), request)
-    with path(plan):
-        candidates, _, _ = PostgresBackend().search(request)
-    assert winner.id in [c.id for c in slice_hits(every, 3)]
-    assert [c.id for c in slice_hits(candidates, 3)] == [c.id for c in slice_hits(every, 3)]
+    written(
+        timedelta(hours=1),
+        [*disputed, *(item("positive", f"threshold note {i}", f"quiet-{i}", f"n{i}") for i in range(3))],
+    )
+    fast, every = both_ways(plan, "threshold", 3)
+    assert winner.id in every
+    assert fast == every
 
 
 def test_a_query_whose_rank_has_no_bound_is_scored_in_full(store):
