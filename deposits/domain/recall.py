@@ -67,8 +67,8 @@ def slice_hits(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
 
     `candidates` must hold, for each polarity, at least its first `limit` in display order
     (conflict bags first, then score); each (conflict, polarity) class's best `limit` hold
-    those. Nothing else can be picked: every candidate before a pick was picked too. The result
-    is in display order.
+    those. Nothing else can be picked: a polarity's picks are always its first candidates in
+    that order, at most `limit` of them. The result is in display order.
     """
     ordered = sorted(candidates, key=lambda c: c.order_key)
     quota = reserved_places(limit)
