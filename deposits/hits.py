@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from django.db import connection
 
-from deposits.bags import bag_stats, newest_live_claims
+from deposits.bags import bag_stats, newest_live_claims, stats_of
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, peer_polarities
 from deposits.domain.types import DIRECTIONAL, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
@@ -98,14 +98,11 @@ def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDeta
         values = list(row[:width])
         for index, convert in _CONVERTERS:
             values[index] = convert(values[index], None, connection)
-        # The row's columns under the model's names: record_from_row reads only those, and a
-        # model instance per hit cost more than the rest of this loop.
+        # The row's columns under the model's names: record_from_row and stats_of read only those,
+        # and a model instance per hit cost more than the rest of this loop.
         deposit = SimpleNamespace(pk=values[_ID], **dict(zip(_DEPOSIT_FIELDS, values, strict=True)))
-        bag = dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True))
-        stats = BagStats(
-            **{polarity: bag[f"live_{polarity}"] for polarity in POLARITIES},
-            newest=tuple(bag[f"newest_{polarity}_at"] for polarity in DIRECTIONAL),  # type: ignore[arg-type]
-        )
+        bag = SimpleNamespace(**dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True)))
+        stats = stats_of(bag)  # type: ignore[arg-type]
         contradicts, peers = row[width + len(_BAG_FIELDS) :]
         record = record_from_row(deposit, contradicts=contradicts)  # type: ignore[arg-type]
         details[record.id] = HitDetail(record, stats, tuple(peers or ()))
