@@ -52,6 +52,7 @@ run: setup
 	@$(PY) manage.py collectstatic --no-input -v 0
 	@$(PY) manage.py ensure_admin
 	@$(PY) manage.py load_demo
+	@$(PY) manage.py ensure_demo_key --base-url http://$(HOST):$(PORT)
 	@$(PY) -m atlaso_site.serve --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed

@@ -10,6 +10,7 @@ from beliefs import selectors, services
 from beliefs.access import require, require_global_admin
 from beliefs.models import Channel
 from beliefs.schemas import (
+    ApiKeyOut,
     BeliefKey,
     BeliefPageOut,
     BeliefPageQuery,
@@ -70,6 +71,12 @@ def list_revisions(request: HttpRequest, user_id: UserId, key: BeliefKey, query:
     return Status(
         200, selectors.revision_page(user_id=user_id, key=key, limit=query.limit, offset=query.offset)
     )
+
+
+@router.get("/keys/me", response=with_errors(**{"200": ApiKeyOut}))
+def get_own_key(request: HttpRequest):
+    """The calling key: its name, channel, tier, permissions and prefix (any valid key may ask)."""
+    return Status(200, request.auth)  # type: ignore[attr-defined]
 
 
 @router.get("/tiers", response=with_errors(**{"200": TierListOut}))

@@ -150,5 +150,25 @@ class ChannelOut(OutSchema):
         return channel.tier.name
 
 
+class ApiKeyOut(OutSchema):
+    """The calling key as the server knows it: never its secret or the secret's hash."""
+
+    kind: Literal["api_key"]
+    name: str
+    channel: str
+    tier: str
+    permissions: list[str]
+    user_prefix: str
+    created_at: WireTime
+
+    @staticmethod
+    def resolve_channel(key: Any) -> str:
+        return key.channel.name
+
+    @staticmethod
+    def resolve_tier(key: Any) -> str:
+        return key.channel.tier.name
+
+
 class BeliefPageQuery(PageQuery):
     uncertain: bool | None = None
