@@ -1,0 +1,442 @@
+"""`Memory` and its per-owner `UserHandle`: the synchronous client.
+
+Each method builds its operation (`_operations`) and drives the shared exchange (`_core`)
+with `httpx.Client`; `_async_client` drives the same with `httpx.AsyncClient`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Any, NoReturn, TypeVar
+
+import httpx
+
+from atlaso import _operations as ops
+from atlaso._core import Send, Settings, exchange, resolve_settings
+from atlaso._errors import ConfigValidationError
+from atlaso._types import (
+    AddManyResult,
+    AddResult,
+    ApiKeyInfo,
+    Bag,
+    BagPage,
+    BeliefPage,
+    BeliefRevision,
+    BeliefVerdict,
+    Deposit,
+    DepositPage,
+    Diagnostics,
+    PeekView,
+    RetractResult,
+    SearchResults,
+)
+
+T = TypeVar("T")
+
+# Names a reader may reach for to change a deposit; the error says what to do instead.
+MUTATORS = frozenset({"update", "edit"})
+
+
+def immutable(name: str, owner: str) -> NoReturn:
+    raise AttributeError(ops.IMMUTABLE_MESSAGE.replace("user.", owner), name=name)
+
+
+class Memory:
+    """Atlaso's memory over HTTP. `for_user(user_id)` gives the per-owner handle the seeds use.
+
+    Keyword-only. `api_key` defaults to `ATLASO_API_KEY`, `base_url` to `ATLASO_BASE_URL`
+    (else http://127.0.0.1:8000, what `make run` serves). Nothing is read or sent until the
+    first call; connections are pooled and kept alive until `close()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        validate_user_id: Callable[[str], object] | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if transport is not None and not isinstance(transport, httpx.BaseTransport):
+            raise ConfigValidationError(
+                f"transport must be an httpx.BaseTransport (e.g. httpx.MockTransport or "
+                f"httpx.HTTPTransport), not {type(transport).__name__}"
+                + (": pass Memory(transport=...) the transport, not a client" if isinstance(
+                    transport, (httpx.Client, httpx.AsyncClient)) else "")
+                + ("; AsyncMemory takes an httpx.AsyncBaseTransport" if isinstance(
+                    transport, httpx.AsyncBaseTransport) else "")
+            )  # fmt: skip
+        self._settings = resolve_settings(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            validate_user_id=validate_user_id,
+        )
+        self._transport = transport
+        self._http: httpx.Client | None = None
+        self._lock = threading.Lock()
+        # Seams for tests: how a retry waits, and the jitter's source.
+        self._sleep: Callable[[float], object] = time.sleep
+        self._random: Callable[[], float] = random.random
+
+    @property
+    def settings(self) -> Settings:
+        """Where this client talks to, and where each setting came from."""
+        return self._settings
+
+    def _client(self) -> httpx.Client:
+        with self._lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self._settings.timeout, transport=self._transport)
+            return self._http
+
+    def _run(self, operation: ops.Operation[T]) -> T:
+        steps = exchange(self._settings, operation, rng=self._random)
+        reply: Any = None
+        while True:
+            try:
+                step = steps.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if isinstance(step, Send):
+                try:
+                    reply = self._client().send(step.request)
+                except httpx.TransportError as error:
+                    reply = error
+            else:
+                self._sleep(step.seconds)
+                reply = None
+
+    def close(self) -> None:
+        """Close the pooled connections; the client opens new ones if used again."""
+        with self._lock:
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in MUTATORS:
+            immutable(name, "m.")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name)
+
+    def __repr__(self) -> str:
+        return f"Memory(base_url={self._settings.base_url!r})"
+
+    def for_user(self, user_id: str) -> UserHandle:
+        """The handle for one memory owner (an agent's end user, e.g. "alice")."""
+        if self._settings.validate_user_id is not None:
+            self._settings.validate_user_id(user_id)
+        return UserHandle(user_id, self)
+
+    def key_info(self) -> ApiKeyInfo:
+        """The calling key: name, channel, tier, permissions, prefix (`GET /keys/me`)."""
+        return self._run(ops.key_info())
+
+    # The same methods as a handle's, naming the owner with `user_id=`.
+
+    def add(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        polarity: str = "open",
+        evidence_grade: str = "anecdotal",
+        scope: ops.ScopeLike | None = None,
+        tags: Sequence[str] | None = None,
+        artifact_refs: Sequence[str] | None = None,
+        contradicts: str | Sequence[str] | None = None,
+        author: str | None = None,
+        author_role: str | None = None,
+        task_id: str | None = None,
+        belief: ops.BeliefLike | None = None,
+        idempotency_key: str | None = None,
+    ) -> AddResult:
+        return self.for_user(user_id).add(
+            text, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
+            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
+            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
+        )  # fmt: skip
+
+    def add_many(
+        self, items: Sequence[ops.ItemLike], *, user_id: str, on_gate_reject: str = "skip"
+    ) -> AddManyResult:
+        return self.for_user(user_id).add_many(items, on_gate_reject=on_gate_reject)
+
+    def contradict(
+        self,
+        new_text: str,
+        contradicts: str | Sequence[str],
+        *,
+        user_id: str,
+        reason: str,
+        polarity: str = "open",
+        evidence_grade: str = "anecdotal",
+        scope: ops.ScopeLike | None = None,
+        tags: Sequence[str] | None = None,
+        artifact_refs: Sequence[str] | None = None,
+        author: str | None = None,
+        author_role: str | None = None,
+        task_id: str | None = None,
+        belief: ops.BeliefLike | None = None,
+        idempotency_key: str | None = None,
+    ) -> AddResult:
+        return self.for_user(user_id).contradict(
+            new_text, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
+            scope=scope, tags=tags, artifact_refs=artifact_refs, author=author, author_role=author_role,
+            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
+        )  # fmt: skip
+
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        limit: int = 10,
+        scope: ops.ScopeLike | None = None,
+        include_superseded: bool = False,
+    ) -> SearchResults:
+        return self.for_user(user_id).recall(
+            query, limit=limit, scope=scope, include_superseded=include_superseded
+        )
+
+    def get(self, deposit_id: str, *, user_id: str) -> Deposit:
+        return self.for_user(user_id).get(deposit_id)
+
+    def list_recent(
+        self, *, user_id: str, limit: int = 20, offset: int = 0, include_retracted: bool = False
+    ) -> DepositPage:
+        return self.for_user(user_id).list_recent(
+            limit=limit, offset=offset, include_retracted=include_retracted
+        )
+
+    def iter_deposits(
+        self, *, user_id: str, page_size: int = 200, include_retracted: bool = False
+    ) -> Iterator[Deposit]:
+        return self.for_user(user_id).iter_deposits(page_size=page_size, include_retracted=include_retracted)
+
+    def retract(
+        self, deposit_id: str, *, user_id: str, reason: str, hard_delete: bool = False
+    ) -> RetractResult:
+        return self.for_user(user_id).retract(deposit_id, reason=reason, hard_delete=hard_delete)
+
+    def health(self, *, user_id: str, window_days: int = 30) -> Diagnostics:
+        return self.for_user(user_id).health(window_days=window_days)
+
+    def peek(self, *, user_id: str, limit: int = 10) -> PeekView:
+        return self.for_user(user_id).peek(limit=limit)
+
+    def bags(
+        self,
+        *,
+        user_id: str,
+        conflict: bool | None = None,
+        scope: ops.ScopeLike | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> BagPage:
+        return self.for_user(user_id).bags(conflict=conflict, scope=scope, limit=limit, offset=offset)
+
+    def bag(self, bag_id: str, *, user_id: str) -> Bag:
+        return self.for_user(user_id).bag(bag_id)
+
+    def belief(self, key: str, *, user_id: str) -> BeliefVerdict:
+        return self.for_user(user_id).belief(key)
+
+    def beliefs(
+        self, *, user_id: str, uncertain: bool | None = None, limit: int = 50, offset: int = 0
+    ) -> BeliefPage:
+        return self.for_user(user_id).beliefs(uncertain=uncertain, limit=limit, offset=offset)
+
+    def observe(
+        self,
+        key: str,
+        value: str,
+        *,
+        user_id: str,
+        observed_at: datetime | str | None = None,
+        content_confidence: float | None = None,
+        taint_tier: str | None = None,
+        source_id: str | None = None,
+    ) -> BeliefRevision:
+        return self.for_user(user_id).observe(
+            key, value, observed_at=observed_at, content_confidence=content_confidence,
+            taint_tier=taint_tier, source_id=source_id,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class UserHandle:
+    """One owner's memory: the seeds' `m.for_user("alice")`. Frozen: it cannot be rebound."""
+
+    user_id: str
+    _memory: Memory = field(repr=False, compare=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in MUTATORS:
+            immutable(name, "user.")
+        raise AttributeError(f"'UserHandle' object has no attribute {name!r}", name=name)
+
+    def add(
+        self,
+        text: str,
+        *,
+        polarity: str = "open",
+        evidence_grade: str = "anecdotal",
+        scope: ops.ScopeLike | None = None,
+        tags: Sequence[str] | None = None,
+        artifact_refs: Sequence[str] | None = None,
+        contradicts: str | Sequence[str] | None = None,
+        author: str | None = None,
+        author_role: str | None = None,
+        task_id: str | None = None,
+        belief: ops.BeliefLike | None = None,
+        idempotency_key: str | None = None,
+    ) -> AddResult:
+        """Write one claim through the gate. Without `idempotency_key` a random one guards retries."""
+        return self._memory._run(ops.add(
+            self.user_id, text, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
+            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
+            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
+        ))  # fmt: skip
+
+    def add_many(self, items: Sequence[ops.ItemLike], *, on_gate_reject: str = "skip") -> AddManyResult:
+        """Import many claims, each with its own idempotency key; sent 1,000 to a request."""
+        rows = ops.bulk_items(items)
+        batches = ops.add_many_batches(self.user_id, rows, on_gate_reject=on_gate_reject)
+        return ops.add_many_result(rows, [self._memory._run(batch) for batch in batches])
+
+    def contradict(
+        self,
+        new_text: str,
+        contradicts: str | Sequence[str],
+        *,
+        reason: str,
+        polarity: str = "open",
+        evidence_grade: str = "anecdotal",
+        scope: ops.ScopeLike | None = None,
+        tags: Sequence[str] | None = None,
+        artifact_refs: Sequence[str] | None = None,
+        author: str | None = None,
+        author_role: str | None = None,
+        task_id: str | None = None,
+        belief: ops.BeliefLike | None = None,
+        idempotency_key: str | None = None,
+    ) -> AddResult:
+        """Write a correction that supersedes `contradicts`; without a scope it joins their bag."""
+        return self._memory._run(ops.contradict(
+            self.user_id, new_text, contradicts, reason=reason, polarity=polarity,
+            evidence_grade=evidence_grade, scope=scope, tags=tags, artifact_refs=artifact_refs,
+            author=author, author_role=author_role, task_id=task_id, belief=belief,
+            idempotency_key=idempotency_key,
+        ))  # fmt: skip
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        scope: ops.ScopeLike | None = None,
+        include_superseded: bool = False,
+    ) -> SearchResults:
+        """Search by words; flags cover every matching bag, so `limit` cannot hide a conflict."""
+        return self._memory._run(
+            ops.recall(self.user_id, query, limit=limit, scope=scope, include_superseded=include_superseded)
+        )
+
+    def get(self, deposit_id: str) -> Deposit:
+        """One deposit with its audit state (`superseded_by`, `retracted`)."""
+        return self._memory._run(ops.get(self.user_id, deposit_id))
+
+    def list_recent(
+        self, *, limit: int = 20, offset: int = 0, include_retracted: bool = False
+    ) -> DepositPage:
+        """A page of the owner's deposits, newest first."""
+        return self._memory._run(
+            ops.list_recent(self.user_id, limit=limit, offset=offset, include_retracted=include_retracted)
+        )
+
+    def iter_deposits(self, *, page_size: int = 200, include_retracted: bool = False) -> Iterator[Deposit]:
+        """Every deposit, newest first, a page at a time (each once, though writes shift pages)."""
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            page = self.list_recent(limit=page_size, offset=offset, include_retracted=include_retracted)
+            for deposit in page.items:
+                if deposit.id not in seen:
+                    seen.add(deposit.id)
+                    yield deposit
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return
+
+    def retract(self, deposit_id: str, *, reason: str, hard_delete: bool = False) -> RetractResult:
+        """Soft-retract (kept for audit), or erase with `hard_delete=True` (needs the erase permission)."""
+        return self._memory._run(
+            ops.retract(self.user_id, deposit_id, reason=reason, hard_delete=hard_delete)
+        )
+
+    def health(self, *, window_days: int = 30) -> Diagnostics:
+        """The Field Maturity Index and its pillars over the last `window_days`."""
+        return self._memory._run(ops.health(self.user_id, window_days=window_days))
+
+    def peek(self, *, limit: int = 10) -> PeekView:
+        """The newest live deposits, their count, the FMI, and whether a recent bag disagrees."""
+        return self._memory._run(ops.peek(self.user_id, limit=limit))
+
+    def bags(
+        self,
+        *,
+        conflict: bool | None = None,
+        scope: ops.ScopeLike | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> BagPage:
+        """The owner's scope bags with live statistics; `conflict=True` lists the disagreeing ones."""
+        return self._memory._run(
+            ops.bags(self.user_id, conflict=conflict, scope=scope, limit=limit, offset=offset)
+        )
+
+    def bag(self, bag_id: str) -> Bag:
+        """One bag with its deposits, live and superseded, each marked."""
+        return self._memory._run(ops.bag(self.user_id, bag_id))
+
+    def belief(self, key: str) -> BeliefVerdict:
+        """What the memory asserts for a belief key, and how sure it is."""
+        return self._memory._run(ops.belief(self.user_id, key))
+
+    def beliefs(self, *, uncertain: bool | None = None, limit: int = 50, offset: int = 0) -> BeliefPage:
+        """The owner's belief verdicts; `uncertain=True` lists those to ask about, not assert."""
+        return self._memory._run(ops.beliefs(self.user_id, uncertain=uncertain, limit=limit, offset=offset))
+
+    def observe(
+        self,
+        key: str,
+        value: str,
+        *,
+        observed_at: datetime | str | None = None,
+        content_confidence: float | None = None,
+        taint_tier: str | None = None,
+        source_id: str | None = None,
+    ) -> BeliefRevision:
+        """Record one observation of a belief; its weight comes from this key's channel, not its words."""
+        return self._memory._run(ops.observe(
+            self.user_id, key, value, observed_at=observed_at, content_confidence=content_confidence,
+            taint_tier=taint_tier, source_id=source_id,
+        ))  # fmt: skip

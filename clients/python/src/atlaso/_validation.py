@@ -1,0 +1,67 @@
+"""What the client refuses before sending: the seeds' pedagogical messages, word for word."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from atlaso._errors import InputValidationError
+
+POLARITY_MEANINGS = {
+    "positive": "claim that X works / is true",
+    "negative": "claim that X doesn't work / failed",
+    "cautionary": "claim with caveats",
+    "open": "note or open question",
+}
+EVIDENCE_GRADE_MEANINGS = {
+    "anecdotal": "one person, one observation, no logs",
+    "observed": "measured at least once with artifacts",
+    "replicated": "multiple independent observations agree",
+    "verified": "replicated and recorded with provenance",
+}
+ON_GATE_REJECT_MEANINGS = {
+    "skip": "commit every item that passes, report the others",
+    "abort": "commit nothing when any item fails",
+}
+ENUMS = {
+    "polarity": POLARITY_MEANINGS,
+    "evidence_grade": EVIDENCE_GRADE_MEANINGS,
+    "on_gate_reject": ON_GATE_REJECT_MEANINGS,
+}
+
+
+def enum_message(field: str) -> str:
+    """`polarity must be one of:` then each value with its meaning, aligned as the seeds show."""
+    meanings = ENUMS[field]
+    width = max(len(value) for value in meanings) + 2
+    lines = [f"{field} must be one of:"]
+    quoted = {value: '"' + value + '"' for value in meanings}
+    lines += [f"  {quoted[value]:<{width}} — {meaning}" for value, meaning in meanings.items()]
+    return "\n".join(lines)
+
+
+def check_enum(field: str, value: Any) -> None:
+    if not isinstance(value, str) or value not in ENUMS[field]:
+        raise InputValidationError(enum_message(field), field=field, allowed=tuple(ENUMS[field]))
+
+
+def check_range(field: str, value: Any, low: int, high: int) -> None:
+    # bool is an int in Python; the server reads true as no number.
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputValidationError(
+            f"{field} must be a whole number from {low} to {high}, got {value!r}", field=field
+        )
+
+
+def check_text(field: str, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InputValidationError(f"{field} must be non-empty text, got {value!r}", field=field)
+
+
+def idempotency_key(*parts: object) -> str:
+    """A replay-safe key for the parts: `"ak_"` + blake2b-16 hex of them joined by `\\x1f`.
+
+    Same parts, same key, in any language: the server computes it the same way.
+    """
+    joined = "\x1f".join(str(part) for part in parts)
+    return "ak_" + hashlib.blake2b(joined.encode("utf-8"), digest_size=16).hexdigest()

@@ -1,0 +1,196 @@
+"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, and `mcp` (the MCP server).
+
+Each prints for a person by default and the wire form with `--json`; a failure prints one line
+saying what went wrong (and what to do) on stderr and exits 1. Usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from atlaso._client import Memory
+from atlaso._core import VERSION
+from atlaso._errors import AtlasoError, AuthenticationError, ConnectError, RequestTimeoutError
+from atlaso._types import Scope, SearchResults
+from atlaso._validation import EVIDENCE_GRADE_MEANINGS, POLARITY_MEANINGS
+
+
+def _scope_arguments(parser: argparse.ArgumentParser) -> None:
+    for facet in ("model", "dataset", "env", "version"):
+        parser.add_argument(f"--{facet}", help=f"scope facet {facet}")
+    for facet in ("n", "seed"):
+        parser.add_argument(f"--{facet}", type=int, help=f"scope facet {facet} (a whole number)")
+
+
+def _scope(args: argparse.Namespace, *, note: bool = False) -> Scope | None:
+    values = {f: getattr(args, f) for f in ("model", "dataset", "env", "version", "n", "seed")}
+    if note:
+        values["note"] = args.note
+    return Scope(**values) if any(v is not None for v in values.values()) else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="atlaso",
+        description="Atlaso's client: typed memory for AI agents. Reads ATLASO_BASE_URL and ATLASO_API_KEY.",
+    )
+    parser.add_argument("--version", action="version", version=f"atlaso {VERSION}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("doctor", help="check the server, the key and what the key may do")
+
+    recall = commands.add_parser("recall", help="search an owner's memory, with its conflict flags")
+    recall.add_argument("user", help="the memory owner (user_id), e.g. alice")
+    recall.add_argument("query", help="words to search for")
+    recall.add_argument("--limit", type=int, default=10, help="hits to show (1..1000, default 10)")
+    recall.add_argument("--include-superseded", action="store_true", help="also show superseded deposits")
+    _scope_arguments(recall)
+    recall.add_argument("--json", action="store_true", help="print the wire form")
+
+    add = commands.add_parser("add", help="write one claim through the gate")
+    add.add_argument("user", help="the memory owner (user_id), e.g. alice")
+    add.add_argument("text", help="the claim, in plain words")
+    add.add_argument("--polarity", default="open", choices=list(POLARITY_MEANINGS))
+    add.add_argument("--evidence-grade", default="anecdotal", choices=list(EVIDENCE_GRADE_MEANINGS))
+    _scope_arguments(add)
+    add.add_argument("--note", help="free text folded into the scope (searched, not a facet)")
+    add.add_argument("--tag", action="append", default=[], help="a tag (repeat)")
+    add.add_argument("--artifact", action="append", default=[], help="an artifact reference (repeat)")
+    add.add_argument("--author")
+    add.add_argument("--author-role")
+    add.add_argument("--idempotency-key", help="makes a repeat of this command a replay")
+    add.add_argument("--json", action="store_true", help="print the wire form")
+
+    health = commands.add_parser("health", help="an owner's Field Maturity Index and its pillars")
+    health.add_argument("user", help="the memory owner (user_id), e.g. alice")
+    health.add_argument("--window-days", type=int, default=30, help="1..365, default 30")
+    health.add_argument("--json", action="store_true", help="print the wire form")
+
+    mcp = commands.add_parser("mcp", help="serve the memory to agent hosts as MCP tools (stdio by default)")
+    mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="streamable-http: the address to listen on")
+    mcp.add_argument("--port", type=int, default=8765, help="streamable-http: the port (default 8765)")
+    return parser
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _recall_text(results: SearchResults) -> str:
+    lines = [results.explain()]
+    for hit in results:
+        marks = []
+        if hit.has_disagreement:
+            marks.append("in conflict")
+        elif hit.is_confident:
+            marks.append("confident")
+        if hit.is_thin_evidence:
+            marks.append("thin")
+        flags = f" [{', '.join(marks)}]" if marks else ""
+        lines.append(f"- {hit.polarity:<10} {hit.evidence_grade:<10} {hit.content}{flags}")
+        lines.append(f"  id {hit.id} · bag {hit.bag_id} · score {hit.score:.3f}")
+        if hit.conflict_peers:
+            lines.append(f"  disagrees with {', '.join(hit.conflict_peers[:5])}")
+    return "\n".join(lines)
+
+
+def doctor(memory: Memory, out: TextIO) -> int:
+    """Print where the client points, whether a key is set, and what the server says of it."""
+    settings = memory.settings
+    out.write(f"atlaso {VERSION}\n")
+    out.write(f"base URL: {settings.base_url} (from {settings.base_url_source})\n")
+    if settings.api_key is None:
+        out.write(f"API key:  not set ({settings.api_key_source} is empty)\n")
+    else:
+        out.write(f"API key:  set (from {settings.api_key_source}), starts {settings.api_key[:12]}…\n")
+    started = time.perf_counter()
+    try:
+        key = memory.key_info()
+    except AuthenticationError as error:
+        out.write(f"server:   refused the key: {error}\n")
+        return 1
+    except (ConnectError, RequestTimeoutError) as error:
+        out.write(f"server:   not reached: {error} (start it with `make run`, or set ATLASO_BASE_URL)\n")
+        return 1
+    except AtlasoError as error:
+        status = f" ({error.status_code})" if error.status_code else ""
+        out.write(f"server:   answered with an error{status}: {error}\n")
+        return 1
+    elapsed = (time.perf_counter() - started) * 1000
+    out.write(f"server:   answered GET /api/v1/keys/me in {elapsed:.0f} ms\n")
+    out.write(f"key:      {key.name!r} on channel {key.channel!r}, tier {key.tier}\n")
+    out.write(f"may:      {', '.join(key.permissions) or 'nothing'}\n")
+    confined = f"owners whose user_id starts {key.user_prefix!r}" if key.user_prefix else "every owner"
+    out.write(f"reaches:  {confined}\n")
+    out.write("ok\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    if args.command == "mcp":
+        from atlaso.mcp_server import serve
+
+        serve(transport=args.transport, host=args.host, port=args.port)
+        return 0
+    try:
+        with Memory() as memory:
+            if args.command == "doctor":
+                return doctor(memory, out)
+            user = memory.for_user(args.user)
+            if args.command == "recall":
+                results = user.recall(
+                    args.query,
+                    limit=args.limit,
+                    scope=_scope(args),
+                    include_superseded=args.include_superseded,
+                )
+                if args.json:
+                    _print_json(results.to_dict(), out)
+                else:
+                    out.write(_recall_text(results) + "\n")
+            elif args.command == "add":
+                added = user.add(
+                    args.text,
+                    polarity=args.polarity,
+                    evidence_grade=args.evidence_grade,
+                    scope=_scope(args, note=True),
+                    tags=args.tag,
+                    artifact_refs=args.artifact,
+                    author=args.author,
+                    author_role=args.author_role,
+                    idempotency_key=args.idempotency_key,
+                )
+                if args.json:
+                    _print_json(added.to_dict(), out)
+                else:
+                    verb = "already stored (a replay)" if added.is_idempotent_replay else "stored"
+                    out.write(
+                        f"{verb}: {added.id} ({added.deposit.polarity}, {added.deposit.evidence_grade})\n"
+                    )
+            elif args.command == "health":
+                diagnostics = user.health(window_days=args.window_days)
+                if args.json:
+                    _print_json(diagnostics.to_dict(), out)
+                else:
+                    out.write(diagnostics.explain() + "\n")
+                    out.write(
+                        f"coverage {diagnostics.coverage:.2f} · precision {diagnostics.precision:.2f} · "
+                        f"resolution {diagnostics.resolution:.2f} · density {diagnostics.density:.2f} · "
+                        f"{diagnostics.deposit_count} live deposits · last {diagnostics.window_days} days\n"
+                    )
+    except AtlasoError as error:
+        err.write(f"atlaso {args.command}: {error}\n")
+        reason = getattr(error, "gate_reason", None)
+        if reason:
+            err.write(f"gate: {reason}\n")
+        return 1
+    return 0

@@ -1,0 +1,411 @@
+"""`atlaso mcp`: Atlaso's memory as MCP tools, for Claude Desktop, Claude Code, Cursor and others.
+
+Built on the official `mcp` SDK (`pip install "atlaso[mcp]"`). Each tool calls the HTTP API
+through `AsyncMemory` and answers twice: structured content (the API's wire object, described
+by an output schema) and a short text for the model (`explain()` for recall and health). A
+failure is a tool error carrying the API's message and what would succeed, never a success.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import quote
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from atlaso._async_client import AsyncMemory
+from atlaso._core import VERSION
+from atlaso._errors import (
+    HOW_TO_GET_A_KEY,
+    AtlasoError,
+    AuthenticationError,
+    DepositRejectedError,
+    IdempotencyKeyConflict,
+    InputValidationError,
+    MissingContradictsError,
+)
+from atlaso._mcp_shapes import (
+    AddManyResultOut,
+    AddResultOut,
+    BulkItemIn,
+    ConflictsOut,
+    DepositOut,
+    DepositPageOut,
+    DiagnosticsOut,
+    EvidenceGrade,
+    PeekOut,
+    Polarity,
+    RetractResultOut,
+    ScopeIn,
+    SearchResultsOut,
+)
+from atlaso._types import Deposit, SearchResults
+
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+Atlaso is a memory of typed claims about a person or a system (its owner, `user_id`). Each
+claim has a polarity (positive: X works or is true; negative: X failed; cautionary: X works
+but with caveats; open: a note or question), an evidence grade (anecdotal < observed <
+replicated < verified) and a scope of facets (model, dataset, env, version, n, seed). Claims
+with the same facets form a bag; a bag holding two directional polarities is a conflict.
+
+Before answering from memory, `recall`: trust a hit only when `is_confident` is true, and when
+`has_disagreement` is true say that the memory disagrees instead of picking a side. Write what
+you learn with `add` (a write gate refuses weak claims: broad positive claims need replicated
+evidence). Claims are immutable: to correct one, `contradict` it. `conflicts` lists what a
+person should resolve."""
+
+USER_ID_HELP = (
+    "The memory owner: the person or system the claims are about, e.g. 'alice'. "
+    "Leave it out to use this server's default owner (ATLASO_USER)."
+)
+SCOPE_HELP = (
+    "Facets that pin the claim to a context: model, dataset, env, version (text), n, seed "
+    "(whole numbers), and note (searchable text, not a facet). Two or more facets make the claim "
+    "narrow, which the gate asks less evidence of; env or version also count as provenance."
+)
+POLARITY_HELP = (
+    "positive: X works / is true; negative: X doesn't work / failed; cautionary: works with "
+    "caveats; open: a note or open question (never conflicts, always accepted)."
+)
+GRADE_HELP = (
+    "anecdotal: one observation, no logs; observed: measured at least once with artifacts; "
+    "replicated: several independent observations agree; verified: replicated with provenance."
+)
+
+UserId = Annotated[str | None, Field(description=USER_ID_HELP)]
+ScopeArg = Annotated[ScopeIn | None, Field(description=SCOPE_HELP)]
+PolarityArg = Annotated[Polarity, Field(description=POLARITY_HELP)]
+GradeArg = Annotated[EvidenceGrade, Field(description=GRADE_HELP)]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+KEYED_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+def teach(error: AtlasoError) -> str:
+    """The API's message, and what the model could do that would succeed."""
+    if isinstance(error, DepositRejectedError):
+        reason = error.gate_reason or error.message
+        return (
+            f"The write gate refused this claim: {reason}. Nothing was stored. To pass, give stronger "
+            "evidence_grade (if it is true), narrow the scope with two or more facets (e.g. model and "
+            "dataset), add provenance (artifact_refs, or scope env/version) for negative and cautionary "
+            "claims, or store it as polarity 'open' (a note)."
+        )
+    if isinstance(error, MissingContradictsError):
+        return (
+            f"{error.message} Missing: {', '.join(error.missing) or '?'}. Use ids from recall or "
+            "list_recent for this same user_id."
+        )
+    if isinstance(error, InputValidationError):
+        allowed = f" Allowed: {', '.join(error.allowed)}." if error.allowed else ""
+        field = f" (field {error.field})" if error.field else ""
+        return f"Invalid input{field}: {error.message}{allowed}"
+    if isinstance(error, IdempotencyKeyConflict):
+        return (
+            f"{error.message} The deposit that key wrote is {error.existing_id}; use a new "
+            "idempotency_key for a new claim."
+        )
+    if isinstance(error, AuthenticationError):
+        return f"Atlaso refused the credentials: {error.message}"
+    return error.message
+
+
+async def _call(awaitable: Awaitable[T]) -> T:
+    try:
+        return await awaitable
+    except AtlasoError as error:
+        raise ToolError(teach(error)) from error
+
+
+def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _deposit_line(deposit: Deposit) -> str:
+    return f"{deposit.id}: {deposit.polarity}/{deposit.evidence_grade}: {deposit.content}"
+
+
+def _recall_text(results: SearchResults) -> str:
+    lines = [results.explain()]
+    for hit in results:
+        flag = "conflict" if hit.has_disagreement else ("confident" if hit.is_confident else "not confident")
+        lines.append(f"- [{flag}] {hit.polarity}/{hit.evidence_grade} {hit.id}: {hit.content}")
+    return "\n".join(lines)
+
+
+def build_server(
+    memory: AsyncMemory | None = None, *, default_user: str | None = None, name: str = "atlaso"
+) -> MCPServer:
+    """The MCP server over `memory` (by default an AsyncMemory from the environment)."""
+    memory = memory or AsyncMemory()
+    default_user = default_user if default_user is not None else (os.environ.get("ATLASO_USER") or None)
+    dashboard = memory.settings.base_url
+    # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING")
+
+    def owner(user_id: str | None) -> str:
+        chosen = user_id or default_user
+        if not chosen:
+            raise ToolError(
+                "user_id is required: name the memory owner (e.g. 'alice'), or start the server "
+                "with ATLASO_USER set to a default owner."
+            )
+        return chosen
+
+    @server.tool(annotations=WRITE)
+    async def add(
+        content: Annotated[str, Field(description="The claim, in plain words (1..8000 characters).")],
+        polarity: PolarityArg = "open",
+        evidence_grade: GradeArg = "anecdotal",
+        scope: ScopeArg = None,
+        tags: Annotated[list[str] | None, Field(description="Free-form labels.")] = None,
+        artifact_refs: Annotated[
+            list[str] | None,
+            Field(description="Links to logs, runs or files backing the claim (provenance)."),
+        ] = None,
+        contradicts: Annotated[
+            list[str] | None, Field(description="Ids of earlier deposits this claim supersedes.")
+        ] = None,
+        author: Annotated[str | None, Field(description="Who wrote it.")] = None,
+        author_role: Annotated[str | None, Field(description="The author's role, e.g. redteam.")] = None,
+        task_id: Annotated[str | None, Field(description="The task this came from.")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="Same key and same claim within 24 h: a replay, stored once.")
+        ] = None,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, AddResultOut]:
+        """Store one claim the agent learned about the owner. A write gate refuses weak claims
+        (a broad positive claim needs replicated evidence; negative and cautionary ones need
+        provenance or a narrow scope); the error says what would pass. Claims are immutable:
+        to correct one, use contradict instead."""
+        result = await _call(
+            memory.for_user(owner(user_id)).add(
+                content, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
+                artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
+                task_id=task_id, idempotency_key=idempotency_key,
+            )
+        )  # fmt: skip
+        verb = "Already stored (a replay)" if result.is_idempotent_replay else "Stored"
+        return _answer(f"{verb}: {_deposit_line(result.deposit)}", result.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def recall(
+        query: Annotated[
+            str, Field(description="Words to search for (not a question: plain keywords work best).")
+        ],
+        limit: Annotated[int, Field(ge=1, le=1000, description="How many hits to return.")] = 10,
+        scope: ScopeArg = None,
+        include_superseded: Annotated[
+            bool, Field(description="Also return claims a correction superseded (for audit).")
+        ] = False,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, SearchResultsOut]:
+        """Search the owner's memory before answering from it. Each hit carries its bag's flags:
+        is_confident (several claims agree, none disagree: safe to rely on), has_disagreement
+        (claims in the same scope conflict: say so, do not pick a side), is_thin_evidence (only
+        one claim). The top-level has_disagreement covers every matching bag, beyond limit."""
+        results = await _call(
+            memory.for_user(owner(user_id)).recall(
+                query, limit=limit, scope=scope, include_superseded=include_superseded
+            )
+        )
+        return _answer(_recall_text(results), results.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def get(
+        deposit_id: Annotated[str, Field(description="The deposit's id, from recall or list_recent.")],
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, DepositOut]:
+        """Read one deposit with its audit state: superseded_by (the corrections that replaced it)
+        and retracted."""
+        deposit = await _call(memory.for_user(owner(user_id)).get(deposit_id))
+        state = " (retracted)" if deposit.retracted else (" (superseded)" if deposit.superseded_by else "")
+        return _answer(_deposit_line(deposit) + state, deposit.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_recent(
+        limit: Annotated[int, Field(ge=1, le=200, description="How many deposits.")] = 20,
+        offset: Annotated[int, Field(ge=0, description="How many of the newest to skip.")] = 0,
+        include_retracted: Annotated[bool, Field(description="Also list retracted deposits.")] = False,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, DepositPageOut]:
+        """List the owner's deposits, newest first, to browse what the memory holds."""
+        page = await _call(
+            memory.for_user(owner(user_id)).list_recent(
+                limit=limit, offset=offset, include_retracted=include_retracted
+            )
+        )
+        lines = [f"{len(page)} of {page.total} deposits (newest first, from {page.offset}):"]
+        lines += [f"- {_deposit_line(d)}" for d in page]
+        return _answer("\n".join(lines), page.to_dict())
+
+    @server.tool(annotations=WRITE)
+    async def contradict(
+        content: Annotated[str, Field(description="The corrected claim.")],
+        contradicts: Annotated[
+            list[str], Field(min_length=1, description="Ids of the deposits it corrects.")
+        ],
+        reason: Annotated[str, Field(description="Why the old claims no longer hold (1..2000 characters).")],
+        polarity: PolarityArg = "open",
+        evidence_grade: GradeArg = "anecdotal",
+        scope: Annotated[
+            ScopeIn | None,
+            Field(description=SCOPE_HELP + " Leave it out to take the first corrected deposit's scope."),
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Free-form labels.")] = None,
+        artifact_refs: Annotated[
+            list[str] | None, Field(description="Provenance for the correction.")
+        ] = None,
+        idempotency_key: Annotated[str | None, Field(description="Makes a retry a replay.")] = None,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, AddResultOut]:
+        """Correct earlier claims: writes a new deposit (through the gate) that supersedes them.
+        The old ones stay readable for audit but stop counting. Use this, not add, when a claim
+        turned out wrong or outdated."""
+        result = await _call(
+            memory.for_user(owner(user_id)).contradict(
+                content, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
+                scope=scope, tags=tags, artifact_refs=artifact_refs, idempotency_key=idempotency_key,
+            )
+        )  # fmt: skip
+        return _answer(
+            f"Stored the correction {result.id}; it supersedes {', '.join(contradicts)}", result.to_dict()
+        )
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def retract(
+        deposit_id: Annotated[str, Field(description="The deposit to retract.")],
+        reason: Annotated[str, Field(description="Why it is withdrawn.")],
+        mode: Annotated[
+            Literal["soft", "hard"],
+            Field(
+                description="soft: mark it retracted, keep it for audit (the usual choice); hard: erase "
+                "it for good (GDPR; needs a key with the erase permission)."
+            ),
+        ] = "soft",
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, RetractResultOut]:
+        """Withdraw a claim that should never have been stored. To replace a claim with a better
+        one, use contradict instead. mode='hard' erases it and cannot be undone."""
+        result = await _call(
+            memory.for_user(owner(user_id)).retract(deposit_id, reason=reason, hard_delete=mode == "hard")
+        )
+        verb = "Erased" if result.mode == "hard" else "Retracted (kept for audit)"
+        return _answer(f"{verb}: {result.deposit_id}", result.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def health(
+        window_days: Annotated[int, Field(ge=1, le=365, description="The period the pillars cover.")] = 30,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, DiagnosticsOut]:
+        """How trustworthy the owner's memory is: the Field Maturity Index (0-100) and its four
+        pillars (coverage: searches that found a confident answer; precision: agreement inside
+        bags; resolution: conflicts resolved; density: bags with more than one claim)."""
+        diagnostics = await _call(memory.for_user(owner(user_id)).health(window_days=window_days))
+        return _answer(diagnostics.explain(), diagnostics.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def peek(
+        limit: Annotated[int, Field(ge=1, le=200, description="How many of the newest live deposits.")] = 10,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, PeekOut]:
+        """A quick look at the owner's memory: the newest live claims, how many there are, the FMI,
+        and whether a recent bag is in conflict. Use it at the start of a conversation."""
+        view = await _call(memory.for_user(owner(user_id)).peek(limit=limit))
+        conflict = "; a recent bag is in conflict" if view.has_recent_disagreements else ""
+        lines = [f"{view.total_count} live deposits, FMI {view.fmi}{conflict}. Newest:"]
+        lines += [f"- {_deposit_line(d)}" for d in view]
+        return _answer("\n".join(lines), view.to_dict())
+
+    @server.tool(annotations=KEYED_WRITE)
+    async def add_many(
+        items: Annotated[
+            list[BulkItemIn],
+            Field(min_length=1, description="The claims, each with its own idempotency_key."),
+        ],
+        on_gate_reject: Annotated[
+            Literal["skip", "abort"],
+            Field(
+                description="skip: store every item that passes and report the rest; abort: store nothing if one fails."
+            ),
+        ] = "skip",
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, AddManyResultOut]:
+        """Import many claims at once. Each item needs an idempotency_key, so sending the batch
+        again after a failure stores nothing twice (replays come back as duplicates)."""
+        result = await _call(
+            memory.for_user(owner(user_id)).add_many(list(items), on_gate_reject=on_gate_reject)
+        )
+        text = (
+            f"{len(result.committed)} stored, {len(result.duplicates)} replays, {len(result.failed)} rejected"
+        )
+        text += "".join(f"\n- item {r.index}: {r.error}" for r in result.failed)
+        return _answer(text, result.to_dict())
+
+    @server.tool(annotations=READ_ONLY)
+    async def conflicts(
+        limit: Annotated[int, Field(ge=1, le=50, description="How many conflict bags.")] = 10,
+        user_id: UserId = None,
+    ) -> Annotated[CallToolResult, ConflictsOut]:
+        """List the owner's open conflicts: bags whose live claims disagree, with each side's
+        claims and the dashboard page where a person resolves it. Tell the user about them
+        rather than resolving them yourself."""
+        handle = memory.for_user(owner(user_id))
+        page = await _call(handle.bags(conflict=True, limit=limit))
+        items: list[dict[str, Any]] = []
+        lines = [f"{page.total} open conflict{'s' if page.total != 1 else ''}:"]
+        for summary in page:
+            bag = await _call(handle.bag(summary.bag_id))
+            sides: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": [], "cautionary": []}
+            for deposit in bag.deposits:
+                if deposit.state == "live" and deposit.polarity in sides:
+                    sides[deposit.polarity].append({
+                        "id": deposit.id, "content": deposit.content, "evidence_grade": deposit.evidence_grade,
+                        "created_at": deposit.to_dict()["created_at"], "author": deposit.author,
+                    })  # fmt: skip
+            url = f"{dashboard}/owners/{quote(bag.user_id, safe='')}/bags/{quote(bag.bag_id, safe='')}/"
+            items.append({
+                "bag_id": bag.bag_id, "scope": bag.scope.to_dict(), "counts": dict(bag.counts), **sides,
+                "resolve_url": url,
+            })  # fmt: skip
+            facets = (
+                ", ".join(f"{k}={v}" for k, v in bag.scope.to_dict().items() if v is not None) or "no facets"
+            )
+            lines.append(f"- bag {bag.bag_id} ({facets}): resolve at {url}")
+            for polarity, claims in sides.items():
+                lines += [f"  {polarity}: {claim['content']}" for claim in claims]
+        structured = {"kind": "conflicts", "user_id": handle.user_id, "total": page.total, "items": items}
+        return _answer("\n".join(lines), structured)
+
+    return server
+
+
+def serve(*, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Run the server until the host closes it (stdio) or it is stopped (streamable HTTP)."""
+    memory = AsyncMemory()
+    if memory.settings.api_key is None:
+        print(
+            f"atlaso mcp: warning: {HOW_TO_GET_A_KEY}. Every tool will answer an error until then.",
+            file=sys.stderr,
+        )
+    server = build_server(memory)
+    if transport == "streamable-http":
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
