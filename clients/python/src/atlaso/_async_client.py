@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -271,17 +270,40 @@ class AsyncMemory:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
 class AsyncUserHandle:
     """One owner's memory, awaitable: `AsyncMemory().for_user("alice")`. Frozen: it cannot be rebound."""
 
+    __slots__ = ("_memory", "user_id")
     user_id: str
-    _memory: AsyncMemory = field(repr=False, compare=False)
+    _memory: AsyncMemory
+
+    def __init__(self, user_id: str, memory: AsyncMemory) -> None:
+        object.__setattr__(self, "user_id", user_id)
+        object.__setattr__(self, "_memory", memory)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(
+            "AsyncUserHandle is frozen: it cannot be rebound; use for_user(...) for another owner", name=name
+        )
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("AsyncUserHandle is frozen", name=name)
 
     def __getattr__(self, name: str) -> Any:
         if name in MUTATORS:
             immutable(name, "user.")
         raise AttributeError(f"'AsyncUserHandle' object has no attribute {name!r}", name=name)
+
+    def __repr__(self) -> str:
+        return f"AsyncUserHandle(user_id={self.user_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AsyncUserHandle):
+            return NotImplemented
+        return self.user_id == other.user_id and self._memory is other._memory
+
+    def __hash__(self) -> int:
+        return hash((self.user_id, id(self._memory)))
 
     async def add(
         self,

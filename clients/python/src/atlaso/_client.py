@@ -10,7 +10,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar
@@ -281,17 +280,40 @@ class Memory:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
 class UserHandle:
     """One owner's memory: the seeds' `m.for_user("alice")`. Frozen: it cannot be rebound."""
 
+    __slots__ = ("_memory", "user_id")
     user_id: str
-    _memory: Memory = field(repr=False, compare=False)
+    _memory: Memory
+
+    def __init__(self, user_id: str, memory: Memory) -> None:
+        object.__setattr__(self, "user_id", user_id)
+        object.__setattr__(self, "_memory", memory)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(
+            "UserHandle is frozen: it cannot be rebound; use for_user(...) for another owner", name=name
+        )
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("UserHandle is frozen", name=name)
 
     def __getattr__(self, name: str) -> Any:
         if name in MUTATORS:
             immutable(name, "user.")
         raise AttributeError(f"'UserHandle' object has no attribute {name!r}", name=name)
+
+    def __repr__(self) -> str:
+        return f"UserHandle(user_id={self.user_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UserHandle):
+            return NotImplemented
+        return self.user_id == other.user_id and self._memory is other._memory
+
+    def __hash__(self) -> int:
+        return hash((self.user_id, id(self._memory)))
 
     def add(
         self,

@@ -1,0 +1,279 @@
+"""Transport faults with httpx.MockTransport: what is retried, how often, after which waits, and
+that a retried write carries the same idempotency key so it lands once. Only the network is
+replaced; the sleep is injected, so the waits are read, not slept."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from atlaso import (
+    AsyncMemory,
+    ConnectError,
+    InputValidationError,
+    Memory,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    RequestTimeoutError,
+    ServerError,
+)
+
+DEPOSIT = {
+    "kind": "deposit",
+    "id": "7e3a1b2c-0000-4000-8000-000000000001",
+    "content": "Alice prefers oat milk",
+    "polarity": "open",
+    "evidence_grade": "anecdotal",
+    "scope": {
+        "model": None,
+        "dataset": None,
+        "env": None,
+        "version": None,
+        "n": None,
+        "seed": None,
+        "note": None,
+    },
+    "user_id": "alice",
+    "tags": [],
+    "contradicts": [],
+    "artifact_refs": [],
+    "created_at": "2026-05-11T14:23:00.123456+00:00",
+    "author": None,
+    "author_role": None,
+    "repro_status": "unreplicated",
+    "task_id": None,
+    "channel": "agent",
+    "belief": None,
+}
+ADDED = {"kind": "add_result", "deposit": DEPOSIT, "is_idempotent_replay": False}
+HEALTH = {"kind": "diagnostics", "fmi": 72, "coverage": 0.5, "precision": 1.0, "resolution": 1.0,
+          "density": 0.7, "window_days": 30, "deposit_count": 4, "explain": "Memory is healthy."}  # fmt: skip
+
+
+def envelope(code: str, message: str = "try later") -> dict[str, Any]:
+    return {"kind": "error", "error": {"code": code, "message": message}}
+
+
+class Script:
+    """Answers requests in order from a list: a response (status, body, headers) or an exception."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        status, body, *headers = answer
+        return httpx.Response(status, json=body, headers=headers[0] if headers else None)
+
+    @property
+    def keys(self) -> list[str | None]:
+        return [r.headers.get("idempotency-key") for r in self.requests]
+
+
+def memory(script: Script, *, jitter: float = 0.0, **options: Any) -> tuple[Memory, list[float]]:
+    waits: list[float] = []
+    m = Memory(
+        api_key="atl_test", base_url="http://atlaso.test", transport=httpx.MockTransport(script), **options
+    )
+    m._sleep = waits.append
+    m._random = lambda: jitter
+    return m, waits
+
+
+def test_503_with_retry_after_waits_that_long_and_the_retry_sends_the_same_key():
+    script = Script((503, envelope("unavailable"), {"Retry-After": "5"}), (201, ADDED))
+    m, waits = memory(script)
+    result = m.for_user("alice").add("Alice prefers oat milk")
+    assert result.id == DEPOSIT["id"]
+    assert waits == [5.0]
+    assert len(script.requests) == 2
+    assert script.keys[0] is not None and script.keys[0].startswith("ak_")
+    assert script.keys[0] == script.keys[1]
+    assert script.requests[0].content == script.requests[1].content
+
+
+def test_a_callers_key_is_the_one_sent_on_every_attempt():
+    script = Script((502, envelope("bad_gateway")), (201, ADDED))
+    m, _ = memory(script)
+    m.for_user("alice").add("Alice prefers oat milk", idempotency_key="ak_mine")
+    assert script.keys == ["ak_mine", "ak_mine"]
+
+
+def test_two_calls_with_the_same_text_get_two_keys():
+    script = Script((201, ADDED))
+    m, _ = memory(script)
+    user = m.for_user("alice")
+    user.add("Alice prefers oat milk")
+    user.add("Alice prefers oat milk")
+    assert script.keys[0] != script.keys[1]
+
+
+def test_429_without_retry_after_backs_off_exponentially_then_raises_after_max_retries():
+    script = Script((429, envelope("rate_limited", "slow down")))
+    m, waits = memory(script)
+    with pytest.raises(RateLimitError) as raised:
+        m.for_user("alice").health()
+    assert len(script.requests) == 3  # the call and max_retries=2 retries
+    assert waits == [0.5, 1.0]
+    assert raised.value.retry_after is None
+    assert raised.value.status_code == 429
+
+
+def test_429_exposes_retry_after_when_it_gives_up():
+    script = Script((429, envelope("rate_limited"), {"Retry-After": "1.5"}))
+    m, waits = memory(script, max_retries=1)
+    with pytest.raises(RateLimitError) as raised:
+        m.for_user("alice").health()
+    assert waits == [1.5]
+    assert raised.value.retry_after == 1.5
+
+
+def test_retry_after_as_an_http_date_is_honoured():
+    when = email.utils.formatdate(time.time() + 3, usegmt=True)
+    script = Script((503, envelope("unavailable"), {"Retry-After": when}), (200, HEALTH))
+    m, waits = memory(script)
+    m.for_user("alice").health()
+    assert len(waits) == 1 and 1.0 <= waits[0] <= 3.0
+
+
+def test_a_retry_after_beyond_a_minute_is_not_waited_for():
+    script = Script((503, envelope("unavailable"), {"Retry-After": "3600"}))
+    m, waits = memory(script)
+    with pytest.raises(ServerError):
+        m.for_user("alice").health()
+    assert waits == [] and len(script.requests) == 1
+
+
+def test_jitter_shortens_each_wait_by_up_to_a_quarter():
+    script = Script((500, envelope("internal_error")))
+    m, waits = memory(script, jitter=1.0, max_retries=4)
+    with pytest.raises(ServerError):
+        m.for_user("alice").health()
+    assert waits == [0.375, 0.75, 1.5, 3.0]
+
+
+def test_the_backoff_is_capped():
+    script = Script((500, envelope("internal_error")))
+    m, waits = memory(script, max_retries=7)
+    with pytest.raises(ServerError):
+        m.for_user("alice").health()
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    "fault", [httpx.ConnectError("refused"), httpx.ReadError("connection reset by peer"),
+              httpx.RemoteProtocolError("server disconnected")],
+    ids=["refused", "reset", "disconnected"],
+)  # fmt: skip
+def test_a_lost_connection_is_retried_and_the_write_keeps_its_key(fault: Exception):
+    script = Script(fault, fault, (201, ADDED))
+    m, waits = memory(script)
+    assert m.for_user("alice").add("Alice prefers oat milk").id == DEPOSIT["id"]
+    assert waits == [0.5, 1.0]
+    assert len(set(script.keys)) == 1
+
+
+def test_connection_errors_past_max_retries_raise_connect_error_with_the_cause():
+    script = Script(httpx.ConnectError("refused"))
+    m, _ = memory(script)
+    with pytest.raises(ConnectError) as raised:
+        m.for_user("alice").recall("milk")
+    assert isinstance(raised.value.__cause__, httpx.ConnectError)
+    assert "http://atlaso.test/api/v1/users/alice/recall" in str(raised.value)
+    assert len(script.requests) == 3
+
+
+def test_timeouts_are_retried_then_raise_request_timeout_error():
+    script = Script(httpx.ReadTimeout("timed out"))
+    m, waits = memory(script)
+    with pytest.raises(RequestTimeoutError):
+        m.for_user("alice").recall("milk")
+    assert len(script.requests) == 3 and waits == [0.5, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "error"),
+    [(404, "not_found", NotFoundError), (403, "forbidden", PermissionDeniedError),
+     (422, "validation_error", InputValidationError)],
+)  # fmt: skip
+def test_client_errors_are_not_retried(status: int, code: str, error: type[Exception]):
+    script = Script((status, envelope(code, "no")))
+    m, waits = memory(script)
+    with pytest.raises(error):
+        m.for_user("alice").get("7e3a1b2c-0000-4000-8000-000000000001")
+    assert len(script.requests) == 1 and waits == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda user: user.retract("7e3a1b2c-0000-4000-8000-000000000001", reason="wrong"),
+     lambda user: user.observe("drink", "tea")],
+    ids=["retract", "observe"],
+)  # fmt: skip
+def test_a_write_without_an_idempotency_key_is_not_retried(call: Callable[[Any], Any]):
+    script = Script((503, envelope("unavailable"), {"Retry-After": "1"}))
+    m, waits = memory(script)
+    with pytest.raises(ServerError):
+        call(m.for_user("alice"))
+    assert len(script.requests) == 1 and waits == []
+
+
+def test_a_bulk_is_retried_whole_since_each_item_carries_its_key():
+    answer = {"kind": "add_many_result", "committed": [DEPOSIT], "duplicates": [], "failed": [],
+              "is_partial": False, "total": 1, "all_succeeded": True}  # fmt: skip
+    script = Script(httpx.ReadError("reset"), (200, answer))
+    m, _ = memory(script)
+    result = m.for_user("alice").add_many([{"content": "Alice prefers oat milk", "idempotency_key": "ak_1"}])
+    assert len(result.committed) == 1
+    assert script.requests[0].content == script.requests[1].content
+
+
+def test_max_retries_zero_sends_once():
+    script = Script((503, envelope("unavailable")))
+    m, waits = memory(script, max_retries=0)
+    with pytest.raises(ServerError):
+        m.for_user("alice").health()
+    assert len(script.requests) == 1 and waits == []
+
+
+def test_each_retry_is_logged_on_the_atlaso_logger(caplog: pytest.LogCaptureFixture):
+    script = Script((503, envelope("unavailable", "the database is unavailable; retry later")), (200, HEALTH))
+    m, _ = memory(script)
+    with caplog.at_level(logging.INFO, logger="atlaso"):
+        m.for_user("alice").health()
+    (record,) = [r for r in caplog.records if r.name == "atlaso"]
+    assert "retrying GET /users/alice/health in 0.50 s (retry 1 of 2)" in record.getMessage()
+    assert "the database is unavailable" in record.getMessage()
+
+
+def test_the_async_client_retries_the_same_way_with_the_same_key():
+    script = Script(
+        (503, envelope("unavailable"), {"Retry-After": "2"}), httpx.ReadError("reset"), (201, ADDED)
+    )
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def main() -> str:
+        async with AsyncMemory(
+            api_key="atl_test", base_url="http://atlaso.test", transport=httpx.MockTransport(script)
+        ) as m:
+            m._sleep = sleep
+            m._random = lambda: 0.0
+            return (await m.for_user("alice").add("Alice prefers oat milk")).id
+
+    assert asyncio.run(main()) == DEPOSIT["id"]
+    assert waits == [2.0, 1.0]
+    assert len(script.requests) == 3 and len(set(script.keys)) == 1
