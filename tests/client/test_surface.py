@@ -195,7 +195,7 @@ def test_update_and_edit_raise_attribute_error_pointing_at_contradict(name):
     with pytest.raises(AttributeError, match=r"^deposits are immutable\. Use user\.contradict\(new_text"):
         getattr(user, name)("new words")
     assert not hasattr(user, name)
-    with pytest.raises(AttributeError, match="m.contradict"):
+    with pytest.raises(AttributeError, match=r"m\.contradict"):
         getattr(Memory(api_key="k"), name)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         user.nope  # noqa: B018
