@@ -100,9 +100,9 @@ class Deposit:
     task_id: str | None
     channel: str | None = None
     belief: BeliefRef | None = None
-    # Audit state: read with get() and bag(); a listed or recalled deposit leaves them at rest.
-    superseded_by: tuple[str, ...] = ()
-    retracted: bool = False
+    # Audit state, from get() and bag(); None where the read did not say (lists, recall).
+    superseded_by: tuple[str, ...] | None = None
+    retracted: bool | None = None
     retracted_reason: str | None = None
     state: str | None = None  # in a bag: "live", "superseded" or "retracted"
 
@@ -126,8 +126,8 @@ class Deposit:
             task_id=data.get("task_id"),
             channel=data.get("channel"),
             belief=BeliefRef.from_wire(belief) if belief else None,
-            superseded_by=_strings(data.get("superseded_by")),
-            retracted=bool(data.get("retracted", False)),
+            superseded_by=_strings(data["superseded_by"]) if "superseded_by" in data else None,
+            retracted=bool(data["retracted"]) if "retracted" in data else None,
             retracted_reason=data.get("retracted_reason"),
             state=data.get("state"),
         )
@@ -152,19 +152,17 @@ class Deposit:
             "channel": self.channel,
             "belief": self.belief.to_dict() if self.belief else None,
         }
-        if self.superseded_by or self.retracted or self.retracted_reason is not None:
-            out.update(
-                superseded_by=list(self.superseded_by),
-                retracted=self.retracted,
-                retracted_reason=self.retracted_reason,
-            )
+        if self.superseded_by is not None:
+            out["superseded_by"] = list(self.superseded_by)
+        if self.retracted is not None:
+            out.update(retracted=self.retracted, retracted_reason=self.retracted_reason)
         if self.state is not None:
             out["state"] = self.state
         return out
 
     @property
     def is_live(self) -> bool:
-        """Neither retracted nor superseded, as far as this read knows."""
+        """Neither retracted nor superseded, as far as this read says (a list or recall: live)."""
         return not self.retracted and not self.superseded_by
 
 
