@@ -245,7 +245,8 @@ def build_server(
         include_retracted: Annotated[bool, Field(description="Also list retracted deposits.")] = False,
         user_id: UserId = None,
     ) -> Annotated[CallToolResult, DepositPageOut]:
-        """List the owner's deposits, newest first, to browse what the memory holds."""
+        """List the owner's deposits, newest first, to browse what the memory holds. To find
+        claims about something, use recall instead; page through with offset."""
         page = await _call(
             memory.for_user(owner(user_id)).list_recent(
                 limit=limit, offset=offset, include_retracted=include_retracted

@@ -1,0 +1,175 @@
+"""The MCP server's tools through the SDK's own client, in memory, against a served Atlaso."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from mcp import Client
+
+from atlaso import AsyncMemory
+from atlaso.mcp_server import build_server
+from tests.client.served import ServedAtlaso
+
+TOOLS = {"add", "recall", "get", "list_recent", "contradict", "retract", "health", "peek", "add_many", "conflicts"}
+READ_ONLY = {"recall", "get", "list_recent", "health", "peek", "conflicts"}
+PROD = {"model": "gpt-5", "dataset": "evals", "env": "prod"}
+
+
+def session(
+    served: ServedAtlaso,
+    work: Callable[[Client], Awaitable[Any]],
+    *,
+    key: str | None = "client-rw",
+    default_user: str | None = None,
+) -> Any:
+    async def main() -> Any:
+        api_key = served.keys[key] if key else ""
+        async with AsyncMemory(api_key=api_key, base_url=served.url) as memory:
+            async with Client(build_server(memory, default_user=default_user)) as client:
+                return await work(client)
+
+    return asyncio.run(main())
+
+
+def test_it_lists_the_seeds_tools_and_conflicts_each_described_typed_and_annotated(served: ServedAtlaso):
+    tools = {tool.name: tool for tool in session(served, lambda c: c.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for name, tool in tools.items():
+        assert tool.description and len(tool.description) > 80, name
+        assert tool.output_schema and tool.output_schema["type"] == "object", name
+        assert "user_id" in tool.input_schema["properties"], name
+        assert tool.annotations is not None and tool.annotations.read_only_hint is (name in READ_ONLY), name
+    assert tools["retract"].annotations.destructive_hint is True
+    assert not any(tools[name].annotations.destructive_hint for name in TOOLS - {"retract"})
+    add = tools["add"].input_schema
+    assert add["properties"]["polarity"]["enum"] == ["positive", "negative", "cautionary", "open"]
+    assert add["properties"]["evidence_grade"]["enum"] == ["anecdotal", "observed", "replicated", "verified"]
+    assert add["required"] == ["content"]
+    assert set(add["$defs"]["ScopeIn"]["properties"]) == {"model", "dataset", "env", "version", "n", "seed", "note"}
+    assert tools["recall"].input_schema["required"] == ["query"]
+    assert tools["retract"].input_schema["properties"]["mode"]["enum"] == ["soft", "hard"]
+    assert tools["recall"].output_schema["properties"]["has_disagreement"] == {"title": "Has Disagreement", "type": "boolean"}
+
+
+def test_add_and_recall_answer_structured_content_and_a_short_text(served: ServedAtlaso, owner: str):
+    async def work(client: Client) -> None:
+        yes = await client.call_tool("add", {"content": "retries fix the flaky upload", "polarity": "positive",
+                                             "evidence_grade": "observed", "scope": PROD, "user_id": owner})  # fmt: skip
+        assert not yes.is_error
+        assert yes.structured_content["kind"] == "add_result"
+        deposit = yes.structured_content["deposit"]
+        assert (deposit["user_id"], deposit["scope"]["env"], deposit["channel"]) == (owner, "prod", "client-rw")
+        assert yes.content[0].text == f"Stored: {deposit['id']}: positive/observed: retries fix the flaky upload"
+        await client.call_tool("add", {"content": "retries do not fix the flaky upload", "polarity": "negative",
+                                       "evidence_grade": "observed", "scope": PROD, "user_id": owner})  # fmt: skip
+
+        found = await client.call_tool("recall", {"query": "flaky upload", "user_id": owner, "limit": 1})
+        assert not found.is_error
+        results = found.structured_content
+        assert results["kind"] == "search_results"
+        assert results["has_disagreement"] is True and results["is_confident"] is False
+        assert len(results["items"]) == 1 and results["items"][0]["has_disagreement"] is True
+        assert results["items"][0]["conflict_peers"]
+        text = found.content[0].text.splitlines()
+        assert text[0] == results["explain"] == "1 hit across 1 bag · 1 bag in conflict · not confident"
+        assert text[1].startswith("- [conflict] ")
+
+    session(served, work)
+
+
+def test_a_gate_rejection_is_a_tool_error_that_says_what_would_pass(served: ServedAtlaso, owner: str):
+    async def work(client: Client) -> None:
+        refused = await client.call_tool("add", {"content": "all uploads work", "polarity": "positive", "user_id": owner})
+        assert refused.is_error and refused.structured_content is None
+        text = refused.content[0].text
+        assert "positive/broad claim requires evidence_grade>=replicated" in text
+        assert "Nothing was stored" in text and "narrow the scope" in text
+        peek = await client.call_tool("peek", {"user_id": owner})
+        assert peek.structured_content["total_count"] == 0
+
+    session(served, work)
+
+
+def test_bad_input_is_refused_by_the_schema_naming_the_allowed_values(served: ServedAtlaso, owner: str):
+    async def work(client: Client) -> None:
+        refused = await client.call_tool("add", {"content": "x", "polarity": "strong", "user_id": owner})
+        assert refused.is_error
+        assert "'positive', 'negative', 'cautionary' or 'open'" in refused.content[0].text
+
+    session(served, work)
+
+
+def test_every_tool_works_on_the_default_owner(served: ServedAtlaso, owner: str):
+    async def work(client: Client) -> dict[str, Any]:
+        calls: dict[str, Any] = {}
+
+        async def call(name: str, **arguments: Any) -> dict[str, Any]:
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, (name, result.content)
+            calls[name] = result
+            return result.structured_content
+
+        first = (await call("add", content="likes tea"))["deposit"]
+        assert first["user_id"] == owner
+        assert (await call("get", deposit_id=first["id"]))["content"] == "likes tea"
+        fix = await call("contradict", content="likes green tea", contradicts=[first["id"]], reason="said so")
+        assert fix["deposit"]["contradicts"] == [first["id"]]
+        bulk = await call("add_many", items=[{"content": f"row {n}", "idempotency_key": f"ak_row_{n}"} for n in range(3)])
+        assert (len(bulk["committed"]), bulk["all_succeeded"]) == (3, True)
+        page = await call("list_recent", limit=2)
+        assert (page["kind"], page["total"], len(page["items"])) == ("deposit_page", 5, 2)
+        gone = await call("retract", deposit_id=fix["deposit"]["id"], reason="mistaken")
+        assert (gone["kind"], gone["mode"]) == ("retract_result", "soft")
+        health = await call("health", window_days=7)
+        assert health["kind"] == "diagnostics" and calls["health"].content[0].text == health["explain"]
+        peek = await call("peek")
+        assert peek["kind"] == "peek_view" and peek["user_id"] == owner
+        return calls
+
+    calls = session(served, work, default_user=owner)
+    assert set(calls) == TOOLS - {"recall", "conflicts"}
+
+
+def test_without_user_id_or_a_default_owner_the_tool_says_what_to_give(served: ServedAtlaso):
+    async def work(client: Client) -> None:
+        refused = await client.call_tool("peek", {})
+        assert refused.is_error and "user_id is required" in refused.content[0].text
+        assert "ATLASO_USER" in refused.content[0].text
+
+    session(served, work)
+
+
+def test_conflicts_lists_each_side_and_the_page_where_a_person_resolves_it(served: ServedAtlaso, owner: str):
+    async def work(client: Client) -> Any:
+        for polarity, text in (("positive", "retries fix it"), ("negative", "retries do not fix it"),
+                               ("cautionary", "retries fix it but double the latency")):  # fmt: skip
+            await client.call_tool("add", {"content": text, "polarity": polarity, "evidence_grade": "observed",
+                                           "scope": PROD, "user_id": owner})  # fmt: skip
+        await client.call_tool("add", {"content": "a quiet note", "scope": {"model": "m"}, "user_id": owner})
+        return await client.call_tool("conflicts", {"user_id": owner})
+
+    result = session(served, work)
+    assert not result.is_error
+    listed = result.structured_content
+    assert (listed["kind"], listed["user_id"], listed["total"]) == ("conflicts", owner, 1)
+    (item,) = listed["items"]
+    assert [c["content"] for c in item["positive"]] == ["retries fix it"]
+    assert [c["content"] for c in item["negative"]] == ["retries do not fix it"]
+    assert [c["content"] for c in item["cautionary"]] == ["retries fix it but double the latency"]
+    assert item["resolve_url"] == f"{served.url}/owners/{owner}/bags/{item['bag_id']}/"
+    assert item["resolve_url"] in result.content[0].text
+    # A real page of the dashboard: it asks a person to log in, then shows the bag.
+    page = httpx.get(item["resolve_url"])
+    assert page.status_code == 302 and page.headers["location"].startswith("/accounts/login/?next=")
+
+
+def test_without_an_api_key_every_tool_says_how_to_get_one(served: ServedAtlaso):
+    async def work(client: Client) -> None:
+        for name, arguments in (("recall", {"query": "tea"}), ("add", {"content": "likes tea"})):
+            refused = await client.call_tool(name, {**arguments, "user_id": "alice"})
+            assert refused.is_error and "create_api_key" in refused.content[0].text, name
+
+    session(served, work, key=None)
