@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from atlaso import Memory
 
+from atlaso import Memory
 from tests.client.served import ServedAtlaso
 
 HERE = Path(__file__).resolve().parent

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from atlaso import (
     AddItem,
     AsyncMemory,
@@ -23,7 +24,6 @@ from atlaso import (
     SearchResults,
     idempotency_key,
 )
-
 from tests.client.served import ServedAtlaso
 
 PROD = Scope(model="gpt-5", dataset="evals", env="prod")

@@ -50,10 +50,16 @@ def test_an_agent_host_lists_adds_recalls_and_sees_the_conflict_over_stdio(serve
     async def main() -> None:
         async with Client(server(served, key="client-rw", user=owner)) as client:
             tools = (await client.list_tools()).tools
-            record("tools/list", [f"{t.name}{' (read-only)' if t.annotations.read_only_hint else ''}" for t in tools])
+            record(
+                "tools/list",
+                [f"{t.name}{' (read-only)' if t.annotations.read_only_hint else ''}" for t in tools],
+            )
             assert {t.name for t in tools} >= {"add", "recall", "conflicts"}
 
-            for polarity, text in (("positive", "threshold 0.7 is optimal"), ("negative", "threshold 0.7 over-flags")):
+            for polarity, text in (
+                ("positive", "threshold 0.7 is optimal"),
+                ("negative", "threshold 0.7 over-flags"),
+            ):
                 arguments = {"content": text, "polarity": polarity, "evidence_grade": "observed",
                              "scope": {"model": "gpt-5", "dataset": "prod", "env": "prod"}}  # fmt: skip
                 added = await client.call_tool("add", arguments)
@@ -73,7 +79,9 @@ def test_an_agent_host_lists_adds_recalls_and_sees_the_conflict_over_stdio(serve
             record("tools/call conflicts {}", listed.content[0].text)
             assert listed.structured_content["total"] == 1
 
-            refused = await client.call_tool("add", {"content": "every threshold works", "polarity": "positive"})
+            refused = await client.call_tool(
+                "add", {"content": "every threshold works", "polarity": "positive"}
+            )
             record('tools/call add {"content": "every threshold works", "polarity": "positive"}  (isError)',
                    refused.content[0].text)  # fmt: skip
             assert refused.is_error and "requires evidence_grade>=replicated" in refused.content[0].text
@@ -83,7 +91,9 @@ def test_an_agent_host_lists_adds_recalls_and_sees_the_conflict_over_stdio(serve
     TRANSCRIPT.write_text("\n".join(lines) + "\n")
 
 
-def test_without_a_key_the_server_starts_warns_and_each_tool_says_how_to_get_one(served: ServedAtlaso, tmp_path):
+def test_without_a_key_the_server_starts_warns_and_each_tool_says_how_to_get_one(
+    served: ServedAtlaso, tmp_path
+):
     stderr = (tmp_path / "stderr.txt").open("w+")
 
     async def main() -> str:
@@ -114,7 +124,9 @@ def test_streamable_http_serves_the_same_tools_to_a_remote_agent(served: ServedA
     try:
         deadline = time.monotonic() + 30
         while not listening(port):
-            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "mcp-http.log").read_text()
+            assert process.poll() is None and time.monotonic() < deadline, (
+                tmp_path / "mcp-http.log"
+            ).read_text()
             time.sleep(0.1)
         found = asyncio.run(main())
     finally:

@@ -13,7 +13,18 @@ from atlaso import AsyncMemory
 from atlaso.mcp_server import build_server
 from tests.client.served import ServedAtlaso
 
-TOOLS = {"add", "recall", "get", "list_recent", "contradict", "retract", "health", "peek", "add_many", "conflicts"}
+TOOLS = {
+    "add",
+    "recall",
+    "get",
+    "list_recent",
+    "contradict",
+    "retract",
+    "health",
+    "peek",
+    "add_many",
+    "conflicts",
+}
 READ_ONLY = {"recall", "get", "list_recent", "health", "peek", "conflicts"}
 PROD = {"model": "gpt-5", "dataset": "evals", "env": "prod"}
 
@@ -27,9 +38,9 @@ def session(
 ) -> Any:
     async def main() -> Any:
         api_key = served.keys[key] if key else ""
-        async with AsyncMemory(api_key=api_key, base_url=served.url) as memory:
-            async with Client(build_server(memory, default_user=default_user)) as client:
-                return await work(client)
+        memory = AsyncMemory(api_key=api_key, base_url=served.url)
+        async with memory, Client(build_server(memory, default_user=default_user)) as client:
+            return await work(client)
 
     return asyncio.run(main())
 
@@ -48,10 +59,21 @@ def test_it_lists_the_seeds_tools_and_conflicts_each_described_typed_and_annotat
     assert add["properties"]["polarity"]["enum"] == ["positive", "negative", "cautionary", "open"]
     assert add["properties"]["evidence_grade"]["enum"] == ["anecdotal", "observed", "replicated", "verified"]
     assert add["required"] == ["content"]
-    assert set(add["$defs"]["ScopeIn"]["properties"]) == {"model", "dataset", "env", "version", "n", "seed", "note"}
+    assert set(add["$defs"]["ScopeIn"]["properties"]) == {
+        "model",
+        "dataset",
+        "env",
+        "version",
+        "n",
+        "seed",
+        "note",
+    }
     assert tools["recall"].input_schema["required"] == ["query"]
     assert tools["retract"].input_schema["properties"]["mode"]["enum"] == ["soft", "hard"]
-    assert tools["recall"].output_schema["properties"]["has_disagreement"] == {"title": "Has Disagreement", "type": "boolean"}
+    assert tools["recall"].output_schema["properties"]["has_disagreement"] == {
+        "title": "Has Disagreement",
+        "type": "boolean",
+    }
 
 
 def test_add_and_recall_answer_structured_content_and_a_short_text(served: ServedAtlaso, owner: str):
@@ -61,8 +83,14 @@ def test_add_and_recall_answer_structured_content_and_a_short_text(served: Serve
         assert not yes.is_error
         assert yes.structured_content["kind"] == "add_result"
         deposit = yes.structured_content["deposit"]
-        assert (deposit["user_id"], deposit["scope"]["env"], deposit["channel"]) == (owner, "prod", "client-rw")
-        assert yes.content[0].text == f"Stored: {deposit['id']}: positive/observed: retries fix the flaky upload"
+        assert (deposit["user_id"], deposit["scope"]["env"], deposit["channel"]) == (
+            owner,
+            "prod",
+            "client-rw",
+        )
+        assert (
+            yes.content[0].text == f"Stored: {deposit['id']}: positive/observed: retries fix the flaky upload"
+        )
         await client.call_tool("add", {"content": "retries do not fix the flaky upload", "polarity": "negative",
                                        "evidence_grade": "observed", "scope": PROD, "user_id": owner})  # fmt: skip
 
@@ -82,7 +110,9 @@ def test_add_and_recall_answer_structured_content_and_a_short_text(served: Serve
 
 def test_a_gate_rejection_is_a_tool_error_that_says_what_would_pass(served: ServedAtlaso, owner: str):
     async def work(client: Client) -> None:
-        refused = await client.call_tool("add", {"content": "all uploads work", "polarity": "positive", "user_id": owner})
+        refused = await client.call_tool(
+            "add", {"content": "all uploads work", "polarity": "positive", "user_id": owner}
+        )
         assert refused.is_error and refused.structured_content is None
         text = refused.content[0].text
         assert "positive/broad claim requires evidence_grade>=replicated" in text
@@ -117,7 +147,9 @@ def test_every_tool_works_on_the_default_owner(served: ServedAtlaso, owner: str)
         assert (await call("get", deposit_id=first["id"]))["content"] == "likes tea"
         fix = await call("contradict", content="likes green tea", contradicts=[first["id"]], reason="said so")
         assert fix["deposit"]["contradicts"] == [first["id"]]
-        bulk = await call("add_many", items=[{"content": f"row {n}", "idempotency_key": f"ak_row_{n}"} for n in range(3)])
+        bulk = await call(
+            "add_many", items=[{"content": f"row {n}", "idempotency_key": f"ak_row_{n}"} for n in range(3)]
+        )
         assert (len(bulk["committed"]), bulk["all_succeeded"]) == (3, True)
         page = await call("list_recent", limit=2)
         assert (page["kind"], page["total"], len(page["items"])) == ("deposit_page", 5, 2)

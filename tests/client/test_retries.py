@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from atlaso import (
     AsyncMemory,
     ConnectError,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from atlaso import AddManyResult, Deposit, DepositRejectedError, IdempotencyKeyConflict, InputValidationError
 
+from atlaso import AddManyResult, Deposit, DepositRejectedError, IdempotencyKeyConflict, InputValidationError
 from deposits.domain.idempotency import idempotency_key as servers_idempotency_key
 
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"

@@ -10,9 +10,12 @@ import inspect
 from datetime import UTC
 from pathlib import Path
 
-import atlaso
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import atlaso
 from atlaso import (
     AsyncMemory,
     AsyncUserHandle,
@@ -24,9 +27,6 @@ from atlaso import (
     SearchResults,
     UserHandle,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
 from deposits.domain.idempotency import idempotency_key as servers_idempotency_key
 from tests.client.test_retries import ADDED, DEPOSIT, Script
 

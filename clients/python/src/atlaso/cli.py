@@ -137,7 +137,13 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     if args.command == "mcp":
-        from atlaso.mcp_server import serve
+        try:
+            from atlaso.mcp_server import serve
+        except ModuleNotFoundError as missing:
+            if missing.name is None or not missing.name.startswith(("mcp", "pydantic")):
+                raise
+            err.write('atlaso mcp needs the MCP SDK: pip install "atlaso[mcp]"\n')
+            return 1
 
         serve(transport=args.transport, host=args.host, port=args.port)
         return 0
