@@ -21,7 +21,10 @@ FACETS = ("model", "dataset", "env", "version", "n", "seed")
 
 
 def _time(value: Any) -> datetime:
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    else:
+        parsed = value
     if not isinstance(parsed, datetime):
         raise TypeError(f"expected an ISO 8601 timestamp, got {value!r}")
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
@@ -36,7 +39,10 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _strings(values: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in values or ())
+    # On the hot path of every deposit read: most lists are empty, and JSON gives strings.
+    if not values:
+        return ()
+    return tuple(v if isinstance(v, str) else str(v) for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +59,10 @@ class Scope:
 
     @classmethod
     def from_wire(cls, data: Wire | None) -> Scope:
-        data = data or {}
-        return cls(**{name: data.get(name) for name in (*FACETS, "note")})
+        if not data:
+            return cls()
+        get = data.get
+        return cls(get("model"), get("dataset"), get("env"), get("version"), get("n"), get("seed"), get("note"))
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in (*FACETS, "note")}
