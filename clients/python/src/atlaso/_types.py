@@ -62,7 +62,9 @@ class Scope:
         if not data:
             return cls()
         get = data.get
-        return cls(get("model"), get("dataset"), get("env"), get("version"), get("n"), get("seed"), get("note"))
+        return cls(
+            get("model"), get("dataset"), get("env"), get("version"), get("n"), get("seed"), get("note")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in (*FACETS, "note")}
