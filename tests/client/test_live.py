@@ -309,3 +309,45 @@ def test_the_async_client_does_the_same_against_the_server(client_env: ServedAtl
             assert len(conflict_ids) == 2
 
     asyncio.run(main())
+
+
+def test_every_reads_wire_form_reads_back_whole(memory: Memory, owner: str, served):
+    from atlaso import (
+        ApiKeyInfo,
+        Bag,
+        BagPage,
+        BeliefPage,
+        BeliefRevision,
+        BeliefVerdict,
+        DepositPage,
+        PeekView,
+    )
+
+    user = memory.for_user(owner)
+    yes, _ = conflict(user)
+    user.contradict(
+        "retries fix it with a 30 s timeout", [yes], reason="re-measured", evidence_grade="observed"
+    )
+    user.add("Alice drinks oat milk", belief={"key": "milk", "value": "oat"})
+    user.observe("milk", "soy", source_id="chat-7")
+    bag_id = next(bag.bag_id for bag in user.bags() if bag.size > 1)
+    reads = {
+        f"/users/{owner}/recall?q=oat+milk+retries": SearchResults,
+        f"/users/{owner}/deposits?include_retracted=true": DepositPage,
+        f"/users/{owner}/peek": PeekView,
+        f"/users/{owner}/bags": BagPage,
+        f"/users/{owner}/bags/{bag_id}": Bag,
+        f"/users/{owner}/beliefs": BeliefPage,
+        f"/users/{owner}/beliefs/milk": BeliefVerdict,
+        "/keys/me": ApiKeyInfo,
+    }
+    for path, kind in reads.items():
+        base, _, query = path.partition("?")
+        wire = raw(
+            served, base, **dict(pair.split("=") for pair in query.replace("+", " ").split("&") if pair)
+        )
+        if base.endswith("recall"):
+            assert any(item["belief"] for item in wire["items"]), "a hit carries its belief"
+        assert kind.from_wire(wire).to_dict() == wire, path
+    for revision in raw(served, f"/users/{owner}/beliefs/milk/revisions")["items"]:
+        assert BeliefRevision.from_wire(revision).to_dict() == revision
