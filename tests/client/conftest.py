@@ -4,8 +4,10 @@ but the transport-fault tests, which replace only the network (httpx.MockTranspo
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +51,37 @@ def memory(client_env: ServedAtlaso) -> Iterator[Memory]:
 def owner() -> str:
     """A memory owner no other test writes to."""
     return f"owner-{uuid.uuid4().hex[:12]}"
+
+
+KINDS = {
+    "test_retries.py": "transport-fault",
+    "test_mcp_tools.py": "MCP (in memory)",
+    "test_mcp_stdio.py": "MCP (subprocess)",
+    "test_packaging.py": "packaging",
+    "test_bench_client.py": "benchmark",
+    "test_surface.py": "surface",
+}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line of the client's test counts by kind, for CI's log."""
+    counts: dict[str, Counter[str]] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, ()):
+            path = Path(report.nodeid.split("::")[0])
+            if path.parent.as_posix() != "tests/client" or getattr(report, "when", "call") not in (
+                "call",
+                "setup",
+            ):
+                continue
+            if outcome == "passed" and report.when != "call":
+                continue
+            kind = KINDS.get(path.name, "live-server")
+            counts.setdefault(kind, Counter())[outcome] += 1
+    if counts:
+        parts = [
+            f"{kind} {c['passed']} passed"
+            + "".join(f", {c[o]} {o}" for o in ("failed", "error", "skipped") if c[o])
+            for kind, c in sorted(counts.items())
+        ]
+        terminalreporter.write_line("atlaso client tests: " + "; ".join(parts))
