@@ -278,3 +278,32 @@ def test_the_async_client_retries_the_same_way_with_the_same_key():
     assert asyncio.run(main()) == DEPOSIT["id"]
     assert waits == [2.0, 1.0]
     assert len(script.requests) == 3 and len(set(script.keys)) == 1
+
+
+def test_a_success_that_is_not_the_apis_answer_is_an_api_status_error_not_a_key_error():
+    from atlaso import APIStatusError
+
+    script = Script((200, {"hello": "proxy"}))
+    m, _ = memory(script)
+    with pytest.raises(APIStatusError, match="is not one this client can read"):
+        m.for_user("alice").health()
+    html = Memory(api_key="k", base_url="http://atlaso.test",
+                  transport=httpx.MockTransport(lambda r: httpx.Response(200, text="<html>login</html>")))  # fmt: skip
+    with pytest.raises(APIStatusError, match="is ATLASO_BASE_URL an Atlaso server"):
+        html.for_user("alice").health()
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [(lambda u: u.add_many("not a list"), "items"), (lambda u: u.add_many([42]), "items.0"),
+     (lambda u: u.add("x", scope="prod"), "scope"), (lambda u: u.recall("x", scope={"region": "eu"}), "scope"),
+     (lambda u: u.recall("x", limit=0), "limit"), (lambda u: u.recall("   "), "query"),
+     (lambda u: u.add_many([{"content": "x"}]), "items.0.idempotency_key")],
+)  # fmt: skip
+def test_wrong_arguments_are_refused_before_sending_naming_the_field(call: Callable[[Any], Any], field: str):
+    script = Script((200, {}))
+    m, _ = memory(script)
+    with pytest.raises(InputValidationError) as raised:
+        call(m.for_user("alice"))
+    assert raised.value.field == field
+    assert script.requests == []

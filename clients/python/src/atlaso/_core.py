@@ -20,6 +20,7 @@ import httpx
 
 from atlaso._errors import (
     HOW_TO_GET_A_KEY,
+    APIStatusError,
     AtlasoError,
     AuthenticationError,
     ConfigValidationError,
@@ -174,6 +175,19 @@ def _transport_error(exc: httpx.TransportError, request: httpx.Request) -> Atlas
     return ConnectError(f"could not reach {where}: {exc or type(exc).__name__}. Is the server running?")
 
 
+def _read(operation: Operation[T], response: httpx.Response) -> T:
+    """The parsed answer; one that is not the API's (a proxy's page, a cut body) is an APIStatusError."""
+    try:
+        return operation.parse(response.json())
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise APIStatusError(
+            f"the answer to {operation.method} {operation.path} ({response.status_code}) is not one this "
+            f"client can read ({type(error).__name__}: {error}); is ATLASO_BASE_URL an Atlaso server?",
+            status_code=response.status_code,
+            response=response,
+        ) from error
+
+
 def exchange(
     settings: Settings, operation: Operation[T], *, rng: Callable[[], float] = random.random
 ) -> Generator[Step, Reply, T]:
@@ -190,7 +204,7 @@ def exchange(
         if isinstance(reply, httpx.TransportError):
             error, cause = _transport_error(reply, request), reply
         elif isinstance(reply, httpx.Response) and reply.is_success:
-            return operation.parse(reply.json())
+            return _read(operation, reply)
         elif isinstance(reply, httpx.Response):
             error = error_from_response(reply)
         else:

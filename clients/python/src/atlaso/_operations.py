@@ -82,6 +82,10 @@ def scope_wire(scope: ScopeLike | None, *, facets_only: bool = False) -> dict[st
     """The facets a scope sets (and its note, unless only facets are wanted)."""
     if scope is None:
         return {}
+    if not isinstance(scope, (Scope, Mapping)):
+        raise InputValidationError(
+            f"scope must be a Scope or a dict of facets, not {type(scope).__name__}", field="scope"
+        )
     values = scope.to_dict() if isinstance(scope, Scope) else dict(scope)
     allowed = FACETS if facets_only else (*FACETS, "note")
     unknown = sorted(set(values) - {*FACETS, "note"})
@@ -238,10 +242,17 @@ def contradict(
 
 def bulk_items(items: Sequence[ItemLike] | Any) -> list[AddItem]:
     """The items as AddItems, each checked as `add` checks its arguments, keys required."""
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-        items = list(items)
+    if isinstance(items, (str, bytes, Mapping)):
+        raise InputValidationError(
+            f"items must be a list of AddItem or dicts, not {type(items).__name__}", field="items"
+        )
     out: list[AddItem] = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(list(items)):
+        if not isinstance(item, (AddItem, Mapping)):
+            raise InputValidationError(
+                f"items[{index}] must be an AddItem or a dict, not {type(item).__name__}",
+                field=f"items.{index}",
+            )
         row = item if isinstance(item, AddItem) else AddItem.from_wire(item)
         if not row.idempotency_key:
             raise InputValidationError(
