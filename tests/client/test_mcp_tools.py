@@ -116,7 +116,7 @@ def test_a_gate_rejection_is_a_tool_error_that_says_what_would_pass(served: Serv
         assert refused.is_error and refused.structured_content is None
         text = refused.content[0].text
         assert "positive/broad claim requires evidence_grade>=replicated" in text
-        assert "Nothing was stored" in text and "narrow the scope" in text
+        assert "Nothing was stored" in text and "a narrower scope" in text
         peek = await client.call_tool("peek", {"user_id": owner})
         assert peek.structured_content["total_count"] == 0
 
@@ -203,5 +203,34 @@ def test_without_an_api_key_every_tool_says_how_to_get_one(served: ServedAtlaso)
         for name, arguments in (("recall", {"query": "tea"}), ("add", {"content": "likes tea"})):
             refused = await client.call_tool(name, {**arguments, "user_id": "alice"})
             assert refused.is_error and "create_api_key" in refused.content[0].text, name
+            assert "set ATLASO_API_KEY in the env of the atlaso entry" in refused.content[0].text
 
     session(served, work, key=None)
+
+
+def test_a_misspelt_facet_fails_the_call_instead_of_storing_an_unscoped_claim(
+    served: ServedAtlaso, owner: str
+):
+    async def work(client: Client) -> None:
+        for name, arguments in (
+            ("add", {"content": "cache fails under load", "scope": {"environment": "prod"}}),
+            ("recall", {"query": "cache", "scope": {"model_name": "a"}}),
+            ("add_many", {"items": [{"content": "x", "idempotency_key": "k", "polarty": "negative"}]}),
+        ):
+            refused = await client.call_tool(name, {**arguments, "user_id": owner})
+            assert refused.is_error, name
+        assert (await client.call_tool("peek", {"user_id": owner})).structured_content["total_count"] == 0
+        schema = {t.name: t for t in (await client.list_tools()).tools}["add"].input_schema
+        assert schema["$defs"]["ScopeIn"]["additionalProperties"] is False
+
+    session(served, work)
+
+
+def test_the_owner_argument_says_whether_the_server_has_a_default(served: ServedAtlaso):
+    def owner_help(default_user: str | None) -> str:
+        tools = session(served, lambda c: c.list_tools(), default_user=default_user).tools
+        (text,) = {t.input_schema["properties"]["user_id"]["description"] for t in tools}
+        return text
+
+    assert "Leave it out for this server's default owner, 'alice'." in owner_help("alice")
+    assert "Required: this server has no default owner (ATLASO_USER is unset)." in owner_help(None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from atlaso import (
+    AddItem,
     AsyncMemory,
     ConnectError,
     InputValidationError,
@@ -23,6 +25,7 @@ from atlaso import (
     PermissionDeniedError,
     RateLimitError,
     RequestTimeoutError,
+    Scope,
     ServerError,
 )
 
@@ -307,3 +310,97 @@ def test_wrong_arguments_are_refused_before_sending_naming_the_field(call: Calla
         call(m.for_user("alice"))
     assert raised.value.field == field
     assert script.requests == []
+
+
+def test_a_write_that_was_never_sent_is_retried_even_without_a_key():
+    script = Script(httpx.ConnectError("refused"), (200, {"kind": "retract_result", "deposit_id": "d", "mode": "soft",
+                                                          "contradicts_preserved": []}))  # fmt: skip
+    m, waits = memory(script)
+    assert m.for_user("alice").retract("d", reason="wrong").mode == "soft"
+    assert waits == [0.5]
+
+
+def test_a_write_cut_off_after_sending_is_not_retried_without_a_key():
+    script = Script(httpx.ReadError("reset"))
+    m, waits = memory(script)
+    with pytest.raises(ConnectError):
+        m.for_user("alice").retract("d", reason="wrong")
+    assert len(script.requests) == 1 and waits == []
+
+
+@pytest.mark.parametrize("user_id", [None, 5, "", ".", "..", "a/b", "tenant a", "x" * 129])
+def test_a_bad_user_id_is_refused_before_sending(user_id):
+    script = Script((200, HEALTH))
+    m, _ = memory(script)
+    with pytest.raises(InputValidationError) as raised:
+        m.for_user(user_id)  # type: ignore[arg-type]
+    assert raised.value.field == "user_id"
+    with pytest.raises(InputValidationError):
+        m.health(user_id=user_id)  # type: ignore[arg-type]
+    assert script.requests == []
+
+
+def test_text_made_only_of_invisible_characters_is_refused_as_empty():
+    script = Script((201, ADDED))
+    m, _ = memory(script)
+    with pytest.raises(InputValidationError, match="content must be non-empty"):
+        m.for_user("alice").add("\u200b\u200d\ufeff ")
+    assert script.requests == []
+
+
+def test_bulk_items_are_read_by_name_and_normalised_before_sending():
+    answer = {"kind": "add_many_result", "committed": [], "duplicates": [], "failed": [], "is_partial": False,
+              "total": 0, "all_succeeded": True}  # fmt: skip
+    script = Script((200, answer))
+    m, _ = memory(script)
+    user = m.for_user("alice")
+    with pytest.raises(InputValidationError, match="no field 'polarty'") as typo:
+        user.add_many([{"content": "x", "idempotency_key": "k", "polarty": "negative"}])
+    assert typo.value.field == "items.0.polarty"
+    rows = [AddItem(content=f"r{n}", idempotency_key=f"k{n}") for n in range(1500)]
+    rows[1200] = AddItem(content="bad", idempotency_key="kb", polarity="strong")  # type: ignore[arg-type]
+    with pytest.raises(InputValidationError) as bad:
+        user.add_many(rows)
+    assert bad.value.field == "items.1200.polarity"
+    assert script.requests == []  # nothing was sent, so nothing of the first 1,000 is stored
+
+    user.add_many([{"content": "x", "idempotency_key": "k", "tags": "threshold", "scope": {"env": "prod"},
+                    "belief": {"key": "milk", "value": "oat"}},
+                   AddItem(content="y", idempotency_key="k2", scope={"model": "m"}, tags="t")])  # type: ignore[arg-type]  # fmt: skip
+    sent = json.loads(script.requests[0].content)["items"]
+    assert sent[0] == {"content": "x", "idempotency_key": "k", "polarity": "open", "evidence_grade": "anecdotal",
+                       "scope": {"env": "prod"}, "tags": ["threshold"], "belief": {"key": "milk", "value": "oat"}}  # fmt: skip
+    assert sent[1]["scope"] == {"model": "m"} and sent[1]["tags"] == ["t"]
+
+
+def test_contradicts_takes_what_add_returned():
+    script = Script((201, ADDED))
+    m, _ = memory(script)
+    user = m.for_user("alice")
+    old = user.add("Alice prefers oat milk")
+    user.contradict("Alice prefers soy milk", [old], reason="she said so")
+    user.contradict("Alice prefers rice milk", old.deposit, reason="again")
+    bodies = [json.loads(r.content) for r in script.requests[1:]]
+    assert [b["contradicts"] for b in bodies] == [[DEPOSIT["id"]], [DEPOSIT["id"]]]
+    with pytest.raises(InputValidationError, match="takes deposit ids"):
+        user.contradict("x", [42], reason="r")  # type: ignore[list-item]
+
+
+def test_a_recall_filter_refuses_a_note_which_is_not_a_facet():
+    script = Script((200, {}))
+    m, _ = memory(script)
+    with pytest.raises(InputValidationError) as raised:
+        m.for_user("alice").recall("milk", scope=Scope(note="kitchen"))
+    assert raised.value.field == "scope.note" and script.requests == []
+
+
+def test_one_async_memory_serves_one_event_loop_after_another():
+    script = Script((200, HEALTH))
+    m = AsyncMemory(api_key="k", base_url="http://atlaso.test", transport=httpx.MockTransport(script))
+
+    async def health() -> int:
+        return (await m.for_user("alice").health()).fmi
+
+    assert asyncio.run(health()) == 72
+    assert asyncio.run(health()) == 72  # a second loop: the first loop's connections are left behind
+    asyncio.run(m.aclose())

@@ -35,6 +35,7 @@ from atlaso._types import (
     RetractResult,
     SearchResults,
 )
+from atlaso._validation import check_user_id
 
 T = TypeVar("T")
 
@@ -74,6 +75,7 @@ class AsyncMemory:
         )
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         # Seams for tests: how a retry waits, and the jitter's source.
         self._sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
         self._random: Callable[[], float] = random.random
@@ -84,9 +86,13 @@ class AsyncMemory:
         return self._settings
 
     def _client(self) -> httpx.AsyncClient:
-        # No await between the test and the assignment: one event loop cannot race itself here.
-        if self._http is None:
+        # An AsyncClient's connections belong to the event loop that opened them: a memory used
+        # again under a new loop (a second asyncio.run, a notebook cell) opens a new one. No await
+        # between the test and the assignment, so one loop cannot race itself here.
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._loop is not loop:
             self._http = httpx.AsyncClient(timeout=self._settings.timeout, transport=self._transport)
+            self._loop = loop
         return self._http
 
     async def _run(self, operation: ops.Operation[T]) -> T:
@@ -108,8 +114,9 @@ class AsyncMemory:
 
     async def aclose(self) -> None:
         """Close the pooled connections; the client opens new ones if used again."""
-        http, self._http = self._http, None
-        if http is not None:
+        http, loop, self._http, self._loop = self._http, self._loop, None, None
+        # Connections of a loop that has ended went with it; only this loop's can be closed.
+        if http is not None and loop is asyncio.get_running_loop():
             await http.aclose()
 
     async def __aenter__(self) -> AsyncMemory:
@@ -130,6 +137,7 @@ class AsyncMemory:
 
     def for_user(self, user_id: str) -> AsyncUserHandle:
         """The handle for one memory owner (an agent's end user, e.g. "alice")."""
+        check_user_id(user_id)
         if self._settings.validate_user_id is not None:
             self._settings.validate_user_id(user_id)
         return AsyncUserHandle(user_id, self)
@@ -150,7 +158,7 @@ class AsyncMemory:
         scope: ops.ScopeLike | None = None,
         tags: Sequence[str] | None = None,
         artifact_refs: Sequence[str] | None = None,
-        contradicts: str | Sequence[str] | None = None,
+        contradicts: ops.IdLike | Sequence[ops.IdLike] | None = None,
         author: str | None = None,
         author_role: str | None = None,
         task_id: str | None = None,
@@ -171,7 +179,7 @@ class AsyncMemory:
     async def contradict(
         self,
         new_text: str,
-        contradicts: str | Sequence[str],
+        contradicts: ops.IdLike | Sequence[ops.IdLike],
         *,
         user_id: str,
         reason: str,
@@ -314,7 +322,7 @@ class AsyncUserHandle:
         scope: ops.ScopeLike | None = None,
         tags: Sequence[str] | None = None,
         artifact_refs: Sequence[str] | None = None,
-        contradicts: str | Sequence[str] | None = None,
+        contradicts: ops.IdLike | Sequence[ops.IdLike] | None = None,
         author: str | None = None,
         author_role: str | None = None,
         task_id: str | None = None,
@@ -337,7 +345,7 @@ class AsyncUserHandle:
     async def contradict(
         self,
         new_text: str,
-        contradicts: str | Sequence[str],
+        contradicts: ops.IdLike | Sequence[ops.IdLike],
         *,
         reason: str,
         polarity: str = "open",

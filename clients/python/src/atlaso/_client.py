@@ -35,6 +35,7 @@ from atlaso._types import (
     RetractResult,
     SearchResults,
 )
+from atlaso._validation import check_user_id
 
 T = TypeVar("T")
 
@@ -140,6 +141,7 @@ class Memory:
 
     def for_user(self, user_id: str) -> UserHandle:
         """The handle for one memory owner (an agent's end user, e.g. "alice")."""
+        check_user_id(user_id)
         if self._settings.validate_user_id is not None:
             self._settings.validate_user_id(user_id)
         return UserHandle(user_id, self)
@@ -160,7 +162,7 @@ class Memory:
         scope: ops.ScopeLike | None = None,
         tags: Sequence[str] | None = None,
         artifact_refs: Sequence[str] | None = None,
-        contradicts: str | Sequence[str] | None = None,
+        contradicts: ops.IdLike | Sequence[ops.IdLike] | None = None,
         author: str | None = None,
         author_role: str | None = None,
         task_id: str | None = None,
@@ -181,7 +183,7 @@ class Memory:
     def contradict(
         self,
         new_text: str,
-        contradicts: str | Sequence[str],
+        contradicts: ops.IdLike | Sequence[ops.IdLike],
         *,
         user_id: str,
         reason: str,
@@ -324,7 +326,7 @@ class UserHandle:
         scope: ops.ScopeLike | None = None,
         tags: Sequence[str] | None = None,
         artifact_refs: Sequence[str] | None = None,
-        contradicts: str | Sequence[str] | None = None,
+        contradicts: ops.IdLike | Sequence[ops.IdLike] | None = None,
         author: str | None = None,
         author_role: str | None = None,
         task_id: str | None = None,
@@ -347,7 +349,7 @@ class UserHandle:
     def contradict(
         self,
         new_text: str,
-        contradicts: str | Sequence[str],
+        contradicts: ops.IdLike | Sequence[ops.IdLike],
         *,
         reason: str,
         polarity: str = "open",

@@ -47,6 +47,9 @@ MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not waited for: the error goes
 
 logger = logging.getLogger("atlaso")
 
+# Transport failures that happen before a request leaves: no connection was ever opened.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -154,8 +157,14 @@ def retry_delay(
     operation: Operation[Any],
     rng: Callable[[], float],
 ) -> float | None:
-    """How long to wait before sending again, or None when this failure is final."""
-    if attempt >= settings.max_retries or not operation.retry_safe:
+    """How long to wait before sending again, or None when this failure is final.
+
+    A call that is not safe to send twice is still retried when it was never sent: the
+    connection could not be opened.
+    """
+    if attempt >= settings.max_retries:
+        return None
+    if not operation.retry_safe and not isinstance(error.__cause__, NOT_SENT):
         return None
     if isinstance(error, (ConnectError, RequestTimeoutError)):
         return backoff(attempt, rng)
@@ -209,6 +218,7 @@ def exchange(
             error = error_from_response(reply)
         else:
             raise TypeError(f"exchange was sent {reply!r}, not a response or a transport error")
+        error.__cause__ = cause
         delay = retry_delay(error, attempt=attempt, settings=settings, operation=operation, rng=rng)
         if delay is None:
             raise error from cause

@@ -6,14 +6,17 @@ what a model receives as structured content, and the SDK checks each answer agai
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict
 
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
 
 
+# A misspelt facet ("environment") must fail the call, not vanish and store an unscoped claim.
+@with_config(ConfigDict(extra="forbid"))
 class ScopeIn(TypedDict, total=False):
     """Where a claim holds. Two or more of the six facets make it narrow; note is searchable text."""
 
@@ -26,6 +29,19 @@ class ScopeIn(TypedDict, total=False):
     note: str
 
 
+@with_config(ConfigDict(extra="forbid"))
+class ScopeFilterIn(TypedDict, total=False):
+    """Only claims whose facets equal these; facets left out are not compared."""
+
+    model: str
+    dataset: str
+    env: str
+    version: str
+    n: int
+    seed: int
+
+
+@with_config(ConfigDict(extra="forbid"))
 class BulkItemIn(TypedDict):
     """One claim of a bulk import; idempotency_key is required so a retried batch lands once."""
 
@@ -40,6 +56,7 @@ class BulkItemIn(TypedDict):
     author: NotRequired[str]
     author_role: NotRequired[str]
     task_id: NotRequired[str]
+    belief: NotRequired[dict[str, Any]]
 
 
 class ScopeOut(TypedDict):
@@ -197,6 +214,7 @@ class ClaimOut(TypedDict):
 
 class ConflictOut(TypedDict):
     bag_id: str
+    resolved: bool
     scope: ScopeOut
     counts: dict[str, int]
     positive: list[ClaimOut]

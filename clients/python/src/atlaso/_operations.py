@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -36,7 +36,7 @@ from atlaso._types import (
     Scope,
     SearchResults,
 )
-from atlaso._validation import check_enum, check_range, check_text
+from atlaso._validation import check_enum, check_range, check_text, check_user_id
 
 T = TypeVar("T")
 
@@ -44,6 +44,9 @@ MAX_BULK = 1000  # items the server takes in one bulk request
 ScopeLike = Scope | Mapping[str, Any]
 BeliefLike = BeliefRef | Mapping[str, Any]
 ItemLike = AddItem | Mapping[str, Any]
+# An id, or what a call returned (AddResult, Deposit, SearchResult: anything with an `.id`).
+IdLike = Any
+ITEM_FIELDS = tuple(f.name for f in fields(AddItem))
 
 IMMUTABLE_MESSAGE = (
     'deposits are immutable. Use user.contradict(new_text, contradicts=[old.id], reason="…") instead.'
@@ -70,6 +73,7 @@ def _path(*segments: str) -> str:
 
 
 def _owner(user_id: str, *rest: str) -> str:
+    check_user_id(user_id)
     return _path("users", user_id, *rest)
 
 
@@ -94,18 +98,39 @@ def scope_wire(scope: ScopeLike | None, *, facets_only: bool = False) -> dict[st
             f"scope has no facet {unknown[0]!r}; the facets are {', '.join(FACETS)} (and note)",
             field="scope",
         )
+    if facets_only and values.get("note") is not None:
+        raise InputValidationError(
+            "a filter compares facets only, and note is not a facet; to find claims by their note, "
+            "put its words in the query",
+            field="scope.note",
+        )
     return {name: values[name] for name in allowed if values.get(name) is not None}
 
 
-def _ids(field: str, value: str | Sequence[str] | None) -> list[str]:
+def _id(field: str, value: IdLike) -> str:
+    found = value if isinstance(value, str) else getattr(value, "id", None)
+    if not isinstance(found, str) or not found:
+        raise InputValidationError(
+            f"{field} takes deposit ids (or what add() and recall() return), not {value!r}", field=field
+        )
+    return found
+
+
+def _ids(field: str, value: IdLike | Sequence[IdLike] | None) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    ids = [str(v) for v in value]
-    if not all(ids):
-        raise InputValidationError(f"{field} holds an empty id", field=field)
-    return ids
+    if isinstance(value, str) or hasattr(value, "id"):
+        return [_id(field, value)]
+    if not isinstance(value, Sequence):
+        raise InputValidationError(f"{field} must be a list of deposit ids, not {value!r}", field=field)
+    return [_id(field, v) for v in value]
+
+
+def _texts(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A list of texts; one text alone is a list of one (never split into characters)."""
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _belief(belief: BeliefLike | None) -> dict[str, Any] | None:
@@ -128,7 +153,7 @@ def _deposit_body(
     scope: ScopeLike | None,
     tags: Sequence[str] | None,
     artifact_refs: Sequence[str] | None,
-    contradicts: str | Sequence[str] | None,
+    contradicts: IdLike | Sequence[IdLike] | None,
     author: str | None,
     author_role: str | None,
     task_id: str | None,
@@ -142,7 +167,7 @@ def _deposit_body(
         body["scope"] = scope_wire(scope)
     for name, values in (("tags", tags), ("artifact_refs", artifact_refs)):
         if values:
-            body[name] = [values] if isinstance(values, str) else list(values)
+            body[name] = list(_texts(values))
     if contradicts:
         body["contradicts"] = _ids("contradicts", contradicts)
     for name, text in (("author", author), ("author_role", author_role), ("task_id", task_id)):
@@ -163,7 +188,7 @@ def add(
     scope: ScopeLike | None = None,
     tags: Sequence[str] | None = None,
     artifact_refs: Sequence[str] | None = None,
-    contradicts: str | Sequence[str] | None = None,
+    contradicts: IdLike | Sequence[IdLike] | None = None,
     author: str | None = None,
     author_role: str | None = None,
     task_id: str | None = None,
@@ -197,7 +222,7 @@ def add(
 def contradict(
     user_id: str,
     new_text: str,
-    contradicts: str | Sequence[str],
+    contradicts: IdLike | Sequence[IdLike],
     *,
     reason: str,
     polarity: str = "open",
@@ -240,28 +265,46 @@ def contradict(
     )
 
 
+def _bulk_row(index: int, item: Any) -> AddItem:
+    """One bulk item as a clean AddItem: its fields checked by name, its enums and key checked."""
+    at = f"items.{index}"
+    if isinstance(item, AddItem):
+        values = {name: getattr(item, name) for name in ITEM_FIELDS}
+    elif isinstance(item, Mapping):
+        unknown = sorted(set(item) - set(ITEM_FIELDS))
+        if unknown:
+            raise InputValidationError(
+                f"{at} has no field {unknown[0]!r}; an item's fields are {', '.join(ITEM_FIELDS)}",
+                field=f"{at}.{unknown[0]}",
+            )
+        values = {name: item[name] for name in ITEM_FIELDS if name in item}
+    else:
+        raise InputValidationError(f"{at} must be an AddItem or a dict, not {type(item).__name__}", field=at)
+    if not values.get("idempotency_key"):
+        raise InputValidationError(
+            f"{at} has no idempotency_key: every bulk item needs one, so a retried batch is safe "
+            '(idempotency_key("my-import", row_id) makes a stable one)',
+            field=f"{at}.idempotency_key",
+        )
+    # The server refuses a whole request for a bad enum, so these fail here, before any batch.
+    check_enum("polarity", values.get("polarity", "open"), at=f"{at}.polarity")
+    check_enum("evidence_grade", values.get("evidence_grade", "anecdotal"), at=f"{at}.evidence_grade")
+    scope = values.get("scope")
+    if scope is not None:
+        values["scope"] = Scope.from_wire(scope_wire(scope))
+    for name in ("tags", "artifact_refs"):
+        values[name] = _texts(values.get(name))
+    values["contradicts"] = tuple(_ids(f"{at}.contradicts", values.get("contradicts")))
+    return AddItem(**values)
+
+
 def bulk_items(items: Sequence[ItemLike] | Any) -> list[AddItem]:
-    """The items as AddItems, each checked as `add` checks its arguments, keys required."""
+    """The items as clean AddItems, every one checked before any is sent, keys required."""
     if isinstance(items, (str, bytes, Mapping)):
         raise InputValidationError(
             f"items must be a list of AddItem or dicts, not {type(items).__name__}", field="items"
         )
-    out: list[AddItem] = []
-    for index, item in enumerate(list(items)):
-        if not isinstance(item, (AddItem, Mapping)):
-            raise InputValidationError(
-                f"items[{index}] must be an AddItem or a dict, not {type(item).__name__}",
-                field=f"items.{index}",
-            )
-        row = item if isinstance(item, AddItem) else AddItem.from_wire(item)
-        if not row.idempotency_key:
-            raise InputValidationError(
-                f"items[{index}] has no idempotency_key: every bulk item needs one, so a retried "
-                'batch is safe (idempotency_key("my-import", row_id) makes a stable one)',
-                field=f"items.{index}.idempotency_key",
-            )
-        out.append(row)
-    return out
+    return [_bulk_row(index, item) for index, item in enumerate(list(items))]
 
 
 def add_many_batches(

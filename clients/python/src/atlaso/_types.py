@@ -492,6 +492,7 @@ class AddItem:
     author: str | None = None
     author_role: str | None = None
     task_id: str | None = None
+    belief: BeliefRef | Mapping[str, Any] | None = None  # {key, value} and optionally the rest
 
     @classmethod
     def from_wire(cls, data: Wire) -> AddItem:
@@ -508,6 +509,7 @@ class AddItem:
             author=data.get("author"),
             author_role=data.get("author_role"),
             task_id=data.get("task_id"),
+            belief=data.get("belief"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -526,6 +528,12 @@ class AddItem:
         for name in ("author", "author_role", "task_id"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
+        if isinstance(self.belief, BeliefRef):
+            out["belief"] = self.belief.to_dict()
+        elif self.belief is not None:
+            out["belief"] = {
+                k: v.isoformat() if isinstance(v, datetime) else v for k, v in self.belief.items()
+            }
         return out
 
 

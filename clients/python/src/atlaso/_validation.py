@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from atlaso._errors import InputValidationError
@@ -40,9 +41,13 @@ def enum_message(field: str) -> str:
     return "\n".join(lines)
 
 
-def check_enum(field: str, value: Any) -> None:
+def check_enum(field: str, value: Any, *, at: str | None = None) -> None:
+    """Refuse a value not in the enum; `at` names where it was (e.g. items.3.polarity)."""
     if not isinstance(value, str) or value not in ENUMS[field]:
-        raise InputValidationError(enum_message(field), field=field, allowed=tuple(ENUMS[field]))
+        where = f"{at}: " if at else ""
+        raise InputValidationError(
+            where + enum_message(field), field=at or field, allowed=tuple(ENUMS[field])
+        )
 
 
 def check_range(field: str, value: Any, low: int, high: int) -> None:
@@ -53,9 +58,24 @@ def check_range(field: str, value: Any, low: int, high: int) -> None:
         )
 
 
+# Characters that show nothing: text made only of these and whitespace counts as empty (api.md).
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+# The server's rule for a memory owner's id (domain.md), so a bad one fails here, by name.
+USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
+USER_ID_RULE = (
+    "user_id must be 1..128 characters of letters, digits and _ . : @ -, starting with a letter or "
+    'digit (e.g. "alice" or "tenant-a:alice")'
+)
+
+
 def check_text(field: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip().strip(INVISIBLE).strip():
         raise InputValidationError(f"{field} must be non-empty text, got {value!r}", field=field)
+
+
+def check_user_id(user_id: Any) -> None:
+    if not isinstance(user_id, str) or not USER_ID.fullmatch(user_id):
+        raise InputValidationError(f"{USER_ID_RULE}; got {user_id!r}", field="user_id")
 
 
 def idempotency_key(*parts: object) -> str:

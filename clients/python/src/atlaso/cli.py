@@ -13,9 +13,17 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+import httpx
+
 from atlaso._client import Memory
 from atlaso._core import VERSION
-from atlaso._errors import AtlasoError, AuthenticationError, ConnectError, RequestTimeoutError
+from atlaso._errors import (
+    HOW_TO_GET_A_KEY,
+    AtlasoError,
+    AuthenticationError,
+    ConnectError,
+    RequestTimeoutError,
+)
 from atlaso._types import Scope, SearchResults
 from atlaso._validation import EVIDENCE_GRADE_MEANINGS, POLARITY_MEANINGS
 
@@ -100,28 +108,47 @@ def _recall_text(results: SearchResults) -> str:
     return "\n".join(lines)
 
 
-def doctor(memory: Memory, out: TextIO) -> int:
-    """Print where the client points, whether a key is set, and what the server says of it."""
+def _reachable(base_url: str) -> str | None:
+    """Why the server at `base_url` cannot be reached, or None when its API answers."""
+    try:
+        httpx.get(f"{base_url}/api/v1/openapi.json", timeout=5).raise_for_status()
+    except httpx.HTTPError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def doctor(memory: Memory, out: TextIO, err: TextIO) -> int:
+    """Print where the client points, whether a key is set, and what the server says of it.
+
+    The report goes to stdout; a failure ends it with one line on stderr saying what to do.
+    """
     settings = memory.settings
+
+    def fail(report: str, reason: str) -> int:
+        out.write(report + "\n")
+        err.write(f"atlaso doctor: {reason}\n")
+        return 1
+
     out.write(f"atlaso {VERSION}\n")
     out.write(f"base URL: {settings.base_url} (from {settings.base_url_source})\n")
     if settings.api_key is None:
         out.write(f"API key:  not set ({settings.api_key_source} is empty)\n")
-    else:
-        out.write(f"API key:  set (from {settings.api_key_source}), starts {settings.api_key[:12]}…\n")
+        unreachable = _reachable(settings.base_url)
+        server = f"not reached ({unreachable})" if unreachable else "reachable (its API answers)"
+        return fail(f"server:   {server}", HOW_TO_GET_A_KEY)
+    out.write(f"API key:  set (from {settings.api_key_source}), starts {settings.api_key[:12]}…\n")
     started = time.perf_counter()
     try:
         key = memory.key_info()
     except AuthenticationError as error:
-        out.write(f"server:   refused the key: {error}\n")
-        return 1
+        return fail(f"server:   refused the key: {error}", "the key is unknown or revoked; make a new one")
     except (ConnectError, RequestTimeoutError) as error:
-        out.write(f"server:   not reached: {error} (start it with `make run`, or set ATLASO_BASE_URL)\n")
-        return 1
+        return fail(
+            f"server:   not reached: {error}", "start the server (`make run`), or set ATLASO_BASE_URL to it"
+        )
     except AtlasoError as error:
         status = f" ({error.status_code})" if error.status_code else ""
-        out.write(f"server:   answered with an error{status}: {error}\n")
-        return 1
+        return fail(f"server:   answered with an error{status}: {error}", "see the server's log")
     elapsed = (time.perf_counter() - started) * 1000
     out.write(f"server:   answered GET /api/v1/keys/me in {elapsed:.0f} ms\n")
     out.write(f"key:      {key.name!r} on channel {key.channel!r}, tier {key.tier}\n")
@@ -150,7 +177,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     try:
         with Memory() as memory:
             if args.command == "doctor":
-                return doctor(memory, out)
+                return doctor(memory, out, err)
             user = memory.for_user(args.user)
             if args.command == "recall":
                 results = user.recall(
@@ -196,7 +223,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except AtlasoError as error:
         err.write(f"atlaso {args.command}: {error}\n")
         reason = getattr(error, "gate_reason", None)
-        if reason:
+        if reason and reason not in str(error):
             err.write(f"gate: {reason}\n")
         return 1
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import quote
 
@@ -42,12 +42,14 @@ from atlaso._mcp_shapes import (
     PeekOut,
     Polarity,
     RetractResultOut,
+    ScopeFilterIn,
     ScopeIn,
     SearchResultsOut,
 )
 from atlaso._types import Deposit, SearchResults
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """\
 Atlaso is a memory of typed claims about a person or a system (its owner, `user_id`). Each
@@ -62,10 +64,7 @@ you learn with `add` (a write gate refuses weak claims: broad positive claims ne
 evidence). Claims are immutable: to correct one, `contradict` it. `conflicts` lists what a
 person should resolve."""
 
-USER_ID_HELP = (
-    "The memory owner: the person or system the claims are about, e.g. 'alice'. "
-    "Leave it out to use this server's default owner (ATLASO_USER)."
-)
+USER_ID_HELP = "The memory owner: the person or system the claims are about, e.g. 'alice'."
 SCOPE_HELP = (
     "Facets that pin the claim to a context: model, dataset, env, version (text), n, seed "
     "(whole numbers), and note (searchable text, not a facet). Two or more facets make the claim "
@@ -80,8 +79,12 @@ GRADE_HELP = (
     "replicated: several independent observations agree; verified: replicated with provenance."
 )
 
-UserId = Annotated[str | None, Field(description=USER_ID_HELP)]
+FILTER_HELP = (
+    "Only claims whose facets equal these (model, dataset, env, version, n, seed); facets left "
+    "out are not compared."
+)
 ScopeArg = Annotated[ScopeIn | None, Field(description=SCOPE_HELP)]
+FilterArg = Annotated[ScopeFilterIn | None, Field(description=FILTER_HELP)]
 PolarityArg = Annotated[Polarity, Field(description=POLARITY_HELP)]
 GradeArg = Annotated[EvidenceGrade, Field(description=GRADE_HELP)]
 
@@ -102,10 +105,11 @@ def teach(error: AtlasoError) -> str:
     if isinstance(error, DepositRejectedError):
         reason = error.gate_reason or error.message
         return (
-            f"The write gate refused this claim: {reason}. Nothing was stored. To pass, give stronger "
-            "evidence_grade (if it is true), narrow the scope with two or more facets (e.g. model and "
-            "dataset), add provenance (artifact_refs, or scope env/version) for negative and cautionary "
-            "claims, or store it as polarity 'open' (a note)."
+            f"The write gate refused this claim: {reason}. Nothing was stored. Resubmit only what is "
+            "true: the evidence_grade you actually have, a narrower scope (two or more facets, e.g. "
+            "model and dataset) if the claim only holds there, or the provenance it asks for "
+            "(artifact_refs, or scope env/version). If it is only a note or an open question, "
+            "polarity 'open' is always accepted."
         )
     if isinstance(error, MissingContradictsError):
         return (
@@ -122,7 +126,13 @@ def teach(error: AtlasoError) -> str:
             "idempotency_key for a new claim."
         )
     if isinstance(error, AuthenticationError):
-        return f"Atlaso refused the credentials: {error.message}"
+        if error.status_code is None:
+            return (
+                "This MCP server has no Atlaso API key: set ATLASO_API_KEY in the env of the atlaso "
+                "entry of the host's MCP configuration, then restart the server. An operator makes a "
+                "key with `python manage.py create_api_key --name my-agent --channel my-agent`."
+            )
+        return f"Atlaso refused this server's API key (unknown or revoked): {error.message}"
     return error.message
 
 
@@ -158,6 +168,21 @@ def build_server(
     dashboard = memory.settings.base_url
     # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
     server = MCPServer(name, instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING")
+    # The owner argument tells the truth about this server: its default, or that it has none.
+    owner_help = (
+        f"{USER_ID_HELP} Leave it out for this server's default owner, {default_user!r}."
+        if default_user
+        else f"{USER_ID_HELP} Required: this server has no default owner (ATLASO_USER is unset)."
+    )
+    user_id_arg = Annotated[str | None, Field(description=owner_help)]
+
+    def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            fn.__annotations__["user_id"] = user_id_arg
+            server.add_tool(fn, annotations=annotations)
+            return fn
+
+        return register
 
     def owner(user_id: str | None) -> str:
         chosen = user_id or default_user
@@ -168,7 +193,7 @@ def build_server(
             )
         return chosen
 
-    @server.tool(annotations=WRITE)
+    @tool(WRITE)
     async def add(
         content: Annotated[str, Field(description="The claim, in plain words (1..8000 characters).")],
         polarity: PolarityArg = "open",
@@ -188,7 +213,7 @@ def build_server(
         idempotency_key: Annotated[
             str | None, Field(description="Same key and same claim within 24 h: a replay, stored once.")
         ] = None,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddResultOut]:
         """Store one claim the agent learned about the owner. A write gate refuses weak claims
         (a broad positive claim needs replicated evidence; negative and cautionary ones need
@@ -204,17 +229,17 @@ def build_server(
         verb = "Already stored (a replay)" if result.is_idempotent_replay else "Stored"
         return _answer(f"{verb}: {_deposit_line(result.deposit)}", result.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def recall(
         query: Annotated[
             str, Field(description="Words to search for (not a question: plain keywords work best).")
         ],
         limit: Annotated[int, Field(ge=1, le=1000, description="How many hits to return.")] = 10,
-        scope: ScopeArg = None,
+        scope: FilterArg = None,
         include_superseded: Annotated[
             bool, Field(description="Also return claims a correction superseded (for audit).")
         ] = False,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, SearchResultsOut]:
         """Search the owner's memory before answering from it. Each hit carries its bag's flags:
         is_confident (several claims agree, none disagree: safe to rely on), has_disagreement
@@ -227,10 +252,10 @@ def build_server(
         )
         return _answer(_recall_text(results), results.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def get(
         deposit_id: Annotated[str, Field(description="The deposit's id, from recall or list_recent.")],
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, DepositOut]:
         """Read one deposit with its audit state: superseded_by (the corrections that replaced it)
         and retracted."""
@@ -238,12 +263,12 @@ def build_server(
         state = " (retracted)" if deposit.retracted else (" (superseded)" if deposit.superseded_by else "")
         return _answer(_deposit_line(deposit) + state, deposit.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def list_recent(
         limit: Annotated[int, Field(ge=1, le=200, description="How many deposits.")] = 20,
         offset: Annotated[int, Field(ge=0, description="How many of the newest to skip.")] = 0,
         include_retracted: Annotated[bool, Field(description="Also list retracted deposits.")] = False,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, DepositPageOut]:
         """List the owner's deposits, newest first, to browse what the memory holds. To find
         claims about something, use recall instead; page through with offset."""
@@ -256,7 +281,7 @@ def build_server(
         lines += [f"- {_deposit_line(d)}" for d in page]
         return _answer("\n".join(lines), page.to_dict())
 
-    @server.tool(annotations=WRITE)
+    @tool(WRITE)
     async def contradict(
         content: Annotated[str, Field(description="The corrected claim.")],
         contradicts: Annotated[
@@ -274,7 +299,7 @@ def build_server(
             list[str] | None, Field(description="Provenance for the correction.")
         ] = None,
         idempotency_key: Annotated[str | None, Field(description="Makes a retry a replay.")] = None,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddResultOut]:
         """Correct earlier claims: writes a new deposit (through the gate) that supersedes them.
         The old ones stay readable for audit but stop counting. Use this, not add, when a claim
@@ -289,7 +314,7 @@ def build_server(
             f"Stored the correction {result.id}; it supersedes {', '.join(contradicts)}", result.to_dict()
         )
 
-    @server.tool(annotations=DESTRUCTIVE)
+    @tool(DESTRUCTIVE)
     async def retract(
         deposit_id: Annotated[str, Field(description="The deposit to retract.")],
         reason: Annotated[str, Field(description="Why it is withdrawn.")],
@@ -300,7 +325,7 @@ def build_server(
                 "it for good (GDPR; needs a key with the erase permission)."
             ),
         ] = "soft",
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, RetractResultOut]:
         """Withdraw a claim that should never have been stored. To replace a claim with a better
         one, use contradict instead. mode='hard' erases it and cannot be undone."""
@@ -310,10 +335,10 @@ def build_server(
         verb = "Erased" if result.mode == "hard" else "Retracted (kept for audit)"
         return _answer(f"{verb}: {result.deposit_id}", result.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def health(
         window_days: Annotated[int, Field(ge=1, le=365, description="The period the pillars cover.")] = 30,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, DiagnosticsOut]:
         """How trustworthy the owner's memory is: the Field Maturity Index (0-100) and its four
         pillars (coverage: searches that found a confident answer; precision: agreement inside
@@ -321,10 +346,10 @@ def build_server(
         diagnostics = await _call(memory.for_user(owner(user_id)).health(window_days=window_days))
         return _answer(diagnostics.explain(), diagnostics.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def peek(
         limit: Annotated[int, Field(ge=1, le=200, description="How many of the newest live deposits.")] = 10,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, PeekOut]:
         """A quick look at the owner's memory: the newest live claims, how many there are, the FMI,
         and whether a recent bag is in conflict. Use it at the start of a conversation."""
@@ -334,7 +359,7 @@ def build_server(
         lines += [f"- {_deposit_line(d)}" for d in view]
         return _answer("\n".join(lines), view.to_dict())
 
-    @server.tool(annotations=KEYED_WRITE)
+    @tool(KEYED_WRITE)
     async def add_many(
         items: Annotated[
             list[BulkItemIn],
@@ -346,7 +371,7 @@ def build_server(
                 description="skip: store every item that passes and report the rest; abort: store nothing if one fails."
             ),
         ] = "skip",
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddManyResultOut]:
         """Import many claims at once. Each item needs an idempotency_key, so sending the batch
         again after a failure stores nothing twice (replays come back as duplicates)."""
@@ -359,18 +384,18 @@ def build_server(
         text += "".join(f"\n- item {r.index}: {r.error}" for r in result.failed)
         return _answer(text, result.to_dict())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def conflicts(
         limit: Annotated[int, Field(ge=1, le=50, description="How many conflict bags.")] = 10,
-        user_id: UserId = None,
+        user_id: str | None = None,
     ) -> Annotated[CallToolResult, ConflictsOut]:
-        """List the owner's open conflicts: bags whose live claims disagree, with each side's
+        """List the owner's conflicts: bags whose live claims still disagree, with each side's
         claims and the dashboard page where a person resolves it. Tell the user about them
         rather than resolving them yourself."""
         handle = memory.for_user(owner(user_id))
         page = await _call(handle.bags(conflict=True, limit=limit))
         items: list[dict[str, Any]] = []
-        lines = [f"{page.total} open conflict{'s' if page.total != 1 else ''}:"]
+        lines = [f"{page.total} bag{'s' if page.total != 1 else ''} in conflict:"]
         for summary in page:
             bag = await _call(handle.bag(summary.bag_id))
             sides: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": [], "cautionary": []}
@@ -382,13 +407,14 @@ def build_server(
                     })  # fmt: skip
             url = f"{dashboard}/owners/{quote(bag.user_id, safe='')}/bags/{quote(bag.bag_id, safe='')}/"
             items.append({
-                "bag_id": bag.bag_id, "scope": bag.scope.to_dict(), "counts": dict(bag.counts), **sides,
-                "resolve_url": url,
+                "bag_id": bag.bag_id, "resolved": bag.resolved, "scope": bag.scope.to_dict(),
+                "counts": dict(bag.counts), **sides, "resolve_url": url,
             })  # fmt: skip
             facets = (
                 ", ".join(f"{k}={v}" for k, v in bag.scope.to_dict().items() if v is not None) or "no facets"
             )
-            lines.append(f"- bag {bag.bag_id} ({facets}): resolve at {url}")
+            partly = "; partly corrected already" if bag.resolved else ""
+            lines.append(f"- bag {bag.bag_id} ({facets}{partly}): resolve at {url}")
             for polarity, claims in sides.items():
                 lines += [f"  {polarity}: {claim['content']}" for claim in claims]
         structured = {"kind": "conflicts", "user_id": handle.user_id, "total": page.total, "items": items}
