@@ -22,7 +22,7 @@ export ALLOWED_HOSTS ?= localhost,127.0.0.1,[::1]
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help setup run test schemathesis lint format clean
+.PHONY: help setup run test bench schemathesis lint format clean
 
 help:
 	@echo "make run   set up, then serve Atlaso on http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
@@ -61,6 +61,13 @@ test: $(VENV)/.installed
 		echo "== The same suite on the embedded SQLite database (the browser tests ran above) =="; \
 		env -u DATABASE_URL $(PY) -m pytest -m "not e2e and not once"; fi
 	@bash .ci/schemathesis
+
+# A benchmark command with the bench app installed (ATLASO_BENCH=true), on the configured
+# database: `make bench` runs `bench`; `make bench CMD="seed_bench --deposits 100000 --owners 1000"`
+# any other (seed_bench, bench_beliefs, bench_client, loadtest). See docs/BENCHMARKS.md.
+CMD ?= bench
+bench: setup
+	@ATLASO_BENCH=true $(PY) manage.py $(CMD)
 
 # Schemathesis over the whole API against a server it starts (`make test` runs it last).
 schemathesis: $(VENV)/.installed

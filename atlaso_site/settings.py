@@ -176,8 +176,13 @@ INSTALLED_APPS = [
     "beliefs",
     "deposits",
     "diagnostics",
-    "atlaso_site.bench",
 ]
+# The benchmarks and the load test (seed_bench, bench, bench_beliefs, bench_client, loadtest) are
+# tools for the people who measure Atlaso, not part of what it serves: their commands exist only
+# with ATLASO_BENCH=true (`make bench` sets it; so does the test suite, which tests them).
+ATLASO_BENCH = env_bool("ATLASO_BENCH", False)
+if ATLASO_BENCH:
+    INSTALLED_APPS.append("atlaso_site.bench")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

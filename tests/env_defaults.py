@@ -4,6 +4,8 @@ import os
 
 os.environ.setdefault("DEBUG", "true")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+# The suite tests the benchmark commands, so it installs their app (off by default).
+os.environ.setdefault("ATLASO_BENCH", "true")
 os.environ.setdefault(
     "ATLASO_VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test")
 )
