@@ -15,7 +15,18 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from atlaso_site.lib.errors import PAYLOAD_TOO_LARGE, UNAVAILABLE, AtlasoError, invalid
+from atlaso_site.lib.errors import (
+    ERROR_STATUS,
+    FORBIDDEN,
+    INTERNAL_ERROR,
+    NOT_FOUND,
+    PAYLOAD_TOO_LARGE,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    VALIDATION_ERROR,
+    AtlasoError,
+    invalid,
+)
 from atlaso_site.lib.text import first_unstorable
 from beliefs.access import ApiKeyAuth
 from beliefs.api import router as beliefs_router
@@ -71,22 +82,6 @@ api.add_router("", diagnostics_router)
 api.add_router("", beliefs_router)
 api.add_router("", jobs_router)
 
-# The one map from an error's code to its HTTP status: services and selectors know no HTTP.
-ERROR_STATUS: dict[str, int] = {
-    "validation_error": 422,
-    "gate_rejected": 422,
-    "missing_contradicts": 422,
-    "idempotency_conflict": 409,
-    "immutable": 405,
-    "method_not_allowed": 405,
-    "not_found": 404,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "unavailable": 503,
-    "payload_too_large": 413,
-    "internal_error": 500,
-}
-
 # Names of operation parameters that wrap a whole body or query object; not client fields.
 _WRAPPERS = {"payload", "query"}
 _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
@@ -122,15 +117,15 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
     field = _field(first.get("loc", ()))
     leaf = field.rsplit(".", 1)[-1]
     if leaf in ENUMS and first.get("type") in {"literal_error", "enum"}:
-        error = AtlasoError("validation_error", enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
+        error = AtlasoError(VALIDATION_ERROR, enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
     elif first.get("type") == "missing":
-        error = AtlasoError("validation_error", f"{field} is required", field=field)
+        error = AtlasoError(VALIDATION_ERROR, f"{field} is required", field=field)
     elif first.get("type") == "extra_forbidden":
         error = AtlasoError(
-            "validation_error", f"{field} is not a field of this request; check its spelling", field=field
+            VALIDATION_ERROR, f"{field} is not a field of this request; check its spelling", field=field
         )
     else:
-        error = AtlasoError("validation_error", f"{field}: {first.get('msg', 'invalid value')}", field=field)
+        error = AtlasoError(VALIDATION_ERROR, f"{field}: {first.get('msg', 'invalid value')}", field=field)
     return render(request, error)
 
 
@@ -139,7 +134,7 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
     return render(
         request,
         AtlasoError(
-            "unauthorized", "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"
+            UNAUTHORIZED, "a valid, unrevoked API key is required: send Authorization: Bearer <api key>"
         ),
     )
 
@@ -151,19 +146,19 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return render(request, exc.__cause__)
     if exc.status_code == 400:
         # The only 400 the framework raises itself: a body that is not JSON.
-        error = AtlasoError("validation_error", "the request body is not valid JSON", field="body")
+        error = AtlasoError(VALIDATION_ERROR, "the request body is not valid JSON", field="body")
     elif exc.status_code == 403:
-        error = AtlasoError("forbidden", str(exc))
+        error = AtlasoError(FORBIDDEN, str(exc))
     elif exc.status_code == 404:
-        error = AtlasoError("not_found", str(exc))
+        error = AtlasoError(NOT_FOUND, str(exc))
     else:
-        error = AtlasoError("validation_error", str(exc))
+        error = AtlasoError(VALIDATION_ERROR, str(exc))
     return render(request, error)
 
 
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return render(request, AtlasoError("not_found", "no such resource"))
+    return render(request, AtlasoError(NOT_FOUND, "no such resource"))
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -197,4 +192,4 @@ def on_database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("unexpected error on %s %s", request.method, request.path)
-    return render(request, AtlasoError("internal_error", "an unexpected error occurred; it has been logged"))
+    return render(request, AtlasoError(INTERNAL_ERROR, "an unexpected error occurred; it has been logged"))

@@ -11,6 +11,15 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from atlaso_site.api import envelope
+from atlaso_site.lib.errors import (
+    ERROR_STATUS,
+    FORBIDDEN,
+    INTERNAL_ERROR,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    UNAUTHORIZED,
+    VALIDATION_ERROR,
+)
 from atlaso_site.lib.text import unstorable
 
 API_PREFIX = "/api/"
@@ -33,7 +42,8 @@ _NOT_UTF8 = (
 _REPERCENTED = re.compile("%[89A-F][0-9A-F]")
 # The body a page's form may send (Django's default limit); the API has its own, larger one.
 PAGE_MAX_BODY = 2_621_440
-_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+# The codes of the framework's own refusals, by status, from the one code → status map.
+_CODES = {ERROR_STATUS[code]: code for code in (UNAUTHORIZED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED)}
 
 
 class ApiErrorEnvelopeMiddleware:
@@ -60,13 +70,15 @@ class ApiErrorEnvelopeMiddleware:
         refusal = _refused_line(request)
         if refusal is not None:
             field, message = refusal
-            return JsonResponse(envelope("validation_error", message, field=field), status=422)
+            return JsonResponse(
+                envelope(VALIDATION_ERROR, message, field=field), status=ERROR_STATUS[VALIDATION_ERROR]
+            )
         response = self.get_response(request)
         if response.status_code >= 400 and not response.get("Content-Type", "").startswith(
             "application/json"
         ):
             code = _CODES.get(
-                response.status_code, "validation_error" if response.status_code < 500 else "internal_error"
+                response.status_code, VALIDATION_ERROR if response.status_code < 500 else INTERNAL_ERROR
             )
             message = {
                 404: f"no API endpoint at {request.path}; see /api/v1/docs",

@@ -18,6 +18,26 @@ FORBIDDEN = "forbidden"
 CONFLICT = "conflict"
 UNAVAILABLE = "unavailable"
 PAYLOAD_TOO_LARGE = "payload_too_large"
+UNAUTHORIZED = "unauthorized"
+METHOD_NOT_ALLOWED = "method_not_allowed"
+INTERNAL_ERROR = "internal_error"
+
+# The one map from an error's code to its HTTP status, read by the API's handlers and by the
+# middleware that wraps the framework's own refusals; services and selectors know no HTTP.
+ERROR_STATUS: dict[str, int] = {
+    VALIDATION_ERROR: 422,
+    GATE_REJECTED: 422,
+    MISSING_CONTRADICTS: 422,
+    IDEMPOTENCY_CONFLICT: 409,
+    IMMUTABLE: 405,
+    METHOD_NOT_ALLOWED: 405,
+    NOT_FOUND: 404,
+    UNAUTHORIZED: 401,
+    FORBIDDEN: 403,
+    UNAVAILABLE: 503,
+    PAYLOAD_TOO_LARGE: 413,
+    INTERNAL_ERROR: 500,
+}
 
 
 class AtlasoError(Exception):
