@@ -28,6 +28,16 @@ def _sum(expressions: list) -> object:
     return total
 
 
+# The bag rules of deposits.domain.bags as ORM conditions on ScopeBag's kept columns: the
+# querysets below filter by them, and aggregates count with them (Count(..., filter=IN_CONFLICT)).
+IN_CONFLICT = Q(directional_kinds__gte=CONFLICT_MIN_KINDS)
+NOT_IN_CONFLICT = Q(directional_kinds__lt=CONFLICT_MIN_KINDS)
+NOT_THIN = Q(directional__gt=THIN_MAX_DIRECTIONAL)
+# Split: the non-retracted deposits, superseded ones included, hold two directional polarities.
+SPLIT = Q(kept_kinds__gte=CONFLICT_MIN_KINDS)
+RESOLVED = SPLIT & Q(kept_superseded__gt=0)
+
+
 class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
     """The bag rules of deposits.domain.bags as ORM filters, over the columns the database
     keeps from the live counts (ScopeBag's generated fields)."""
@@ -40,16 +50,16 @@ class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
         return self.filter(condition)
 
     def in_conflict(self) -> ScopeBagQuerySet:
-        return self.filter(directional_kinds__gte=CONFLICT_MIN_KINDS)
+        return self.filter(IN_CONFLICT)
 
     def not_in_conflict(self) -> ScopeBagQuerySet:
-        return self.filter(directional_kinds__lt=CONFLICT_MIN_KINDS)
+        return self.filter(NOT_IN_CONFLICT)
 
     def confident(self) -> ScopeBagQuerySet:
-        return self.filter(directional_kinds__lt=CONFLICT_MIN_KINDS, directional__gt=THIN_MAX_DIRECTIONAL)
+        return self.filter(NOT_IN_CONFLICT & NOT_THIN)
 
     def resolved(self) -> ScopeBagQuerySet:
-        return self.filter(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
+        return self.filter(RESOLVED)
 
 
 class DepositQuerySet(models.QuerySet["Deposit"]):

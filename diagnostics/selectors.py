@@ -21,9 +21,17 @@ from django.utils.dateparse import parse_datetime
 from atlaso_site.lib.jobs.models import JobRun
 from atlaso_site.lib.paging import Page
 from beliefs.models import Belief, CalibrationOutcome
-from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.models import ConflictEpisode, Deposit, RecallLog, ScopeBag
+from deposits.models import (
+    IN_CONFLICT,
+    NOT_THIN,
+    RESOLVED,
+    SPLIT,
+    ConflictEpisode,
+    Deposit,
+    RecallLog,
+    ScopeBag,
+)
 from deposits.selectors import deposit_records
 from deposits.sqlrules import directional_sql
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
@@ -40,17 +48,14 @@ def _annotated_bags(bags: QuerySet[ScopeBag]) -> QuerySet[ScopeBag]:
 def _bag_aggregates() -> dict[str, Aggregate]:
     # Precision looks at every bag that is not thin evidence, whatever its sides.
     # Counted by user_id (never null), which the owners' covering index holds, unlike id.
-    multi = Q(directional__gt=THIN_MAX_DIRECTIONAL)
     return {
         "live_bags": Count("user_id", filter=Q(size__gt=0)),
         "singleton_bags": Count("user_id", filter=Q(size=1)),
-        "multi_bags": Count("user_id", filter=multi),
-        "agreement_sum": Sum("agreement", filter=multi),
-        "split_bags": Count("user_id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS)),
-        "resolved_bags": Count(
-            "user_id", filter=Q(kept_kinds__gte=CONFLICT_MIN_KINDS, kept_superseded__gt=0)
-        ),
-        "conflict_bags": Count("user_id", filter=Q(directional_kinds__gte=CONFLICT_MIN_KINDS)),
+        "multi_bags": Count("user_id", filter=NOT_THIN),
+        "agreement_sum": Sum("agreement", filter=NOT_THIN),
+        "split_bags": Count("user_id", filter=SPLIT),
+        "resolved_bags": Count("user_id", filter=RESOLVED),
+        "conflict_bags": Count("user_id", filter=IN_CONFLICT),
         "deposit_count": Sum("size"),
     }
 
