@@ -156,6 +156,7 @@ def retry_delay(
     settings: Settings,
     operation: Operation[Any],
     rng: Callable[[], float],
+    sent: bool = True,
 ) -> float | None:
     """How long to wait before sending again, or None when this failure is final.
 
@@ -164,7 +165,7 @@ def retry_delay(
     """
     if attempt >= settings.max_retries:
         return None
-    if not operation.retry_safe and not isinstance(error.__cause__, NOT_SENT):
+    if not operation.retry_safe and sent:
         return None
     if isinstance(error, (ConnectError, RequestTimeoutError)):
         return backoff(attempt, rng)
@@ -218,8 +219,14 @@ def exchange(
             error = error_from_response(reply)
         else:
             raise TypeError(f"exchange was sent {reply!r}, not a response or a transport error")
-        error.__cause__ = cause
-        delay = retry_delay(error, attempt=attempt, settings=settings, operation=operation, rng=rng)
+        delay = retry_delay(
+            error,
+            attempt=attempt,
+            settings=settings,
+            operation=operation,
+            rng=rng,
+            sent=not isinstance(cause, NOT_SENT),
+        )
         if delay is None:
             raise error from cause
         attempt += 1

@@ -8,7 +8,7 @@ server must not break an older client), and written back by `to_dict`, the wire 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, overload
 
@@ -692,7 +692,7 @@ class Bag:
     is_confident: bool
     resolved: bool
     updated_at: datetime
-    deposits: tuple[Deposit, ...] = field(default=())  # bag() only: live and superseded, marked
+    deposits: tuple[Deposit, ...] = ()  # bag() only: live and superseded, marked
 
     @classmethod
     def from_wire(cls, data: Wire) -> Bag:
