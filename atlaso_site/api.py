@@ -15,6 +15,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
+from atlaso_site.access.api_keys import ApiKeyAuth
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
@@ -28,7 +29,6 @@ from atlaso_site.lib.errors import (
     invalid,
 )
 from atlaso_site.lib.text import first_unstorable
-from beliefs.access import ApiKeyAuth
 from beliefs.api import router as beliefs_router
 from deposits.api import add_deposits_bulk
 from deposits.api import router as deposits_router

@@ -172,7 +172,7 @@ INSTALLED_APPS = [
     # The project package itself: its AppConfig loads the Celery app in every process.
     "atlaso_site",
     # Job runs: a kernel app under every app, so any app can record a run (see its __init__).
-    "atlaso_site.lib.jobs",
+    "atlaso_site.job_runs",
     "beliefs",
     "deposits",
     "diagnostics",
@@ -222,10 +222,10 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 # `csp_nonce`: django-htmx's script tags carry it (SECURE_CSP below).
                 "django.template.context_processors.csp",
-                "atlaso_site.lib.dashboard_access.dashboard",
+                "atlaso_site.access.roles.dashboard",
             ],
             # The dashboard's template tags live in the kernel, which is not an app.
-            "libraries": {"atlaso": "atlaso_site.lib.templatetags"},
+            "libraries": {"atlaso": "atlaso_site.ui.templatetags"},
         },
     },
 ]
@@ -284,7 +284,7 @@ STORAGES = {
     },
 }
 
-# The dashboard (see atlaso_site.lib.dashboard_access for the roles).
+# The dashboard (see atlaso_site.access.roles for the roles).
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -367,7 +367,7 @@ CELERY_TIMEZONE = "UTC"
 # message is acknowledged only when it ends (acks_late on diagnostics.tasks.run_job).
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
-# Job runs (atlaso_site.lib.jobs): a running run whose progress has not moved this long is
+# Job runs (atlaso_site.job_runs): a running run whose progress has not moved this long is
 # reported `lost` and queued again by the sweep; a queued run no worker took this long is
 # reported `stalled` and its message sent again. Progress is written every 1-2 s, so a few
 # seconds is the least that does not take a live run from its worker.
@@ -387,7 +387,7 @@ BELIEF_CALIBRATION_MIN_OUTCOMES = env_int("BELIEF_CALIBRATION_MIN_OUTCOMES", 30,
 # Diagnostics.
 FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
 
-# Beat records a run (trigger `beat`) of each job and runs it through diagnostics.jobs.
+# Beat records a run (trigger `beat`) of each job and runs it through diagnostics.job_runner.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "recompute-diagnostics": {
         "task": "diagnostics.tasks.run_scheduled_job",

@@ -2,7 +2,7 @@
 
 Tiers, channels and API keys change only through the services the API uses, so a rebind
 records its rebuild run and a key gets a real secret. The belief tables are shown read-only:
-services alone write them (the job runs are shown by atlaso_site.lib.jobs.admin).
+services alone write them (the job runs are shown by atlaso_site.job_runs.admin).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from atlaso_site.lib.admin import ReadOnlyAdminMixin
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.ui.admin import ReadOnlyAdminMixin
 from beliefs.models import (
     DEFAULT_CHANNEL_TIER,
     PERMISSIONS,

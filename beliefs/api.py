@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.lib.wire import PageQuery, UserId, VerdictOut, with_errors
+from atlaso_site.access.api_keys import require, require_global_admin
+from atlaso_site.wire import PageQuery, UserId, VerdictOut, with_errors
 from beliefs import selectors, services
-from beliefs.access import require, require_global_admin
 from beliefs.models import Channel
 from beliefs.schemas import (
     ApiKeyOut,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from atlaso_site.lib.wire import (
+from atlaso_site.wire import (
     NO_NUL,
     NOT_BLANK,
     OutSchema,

@@ -10,8 +10,8 @@ from django.db import connection
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.jobs.models import JobRun
 from atlaso_site.lib.paging import Page
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict

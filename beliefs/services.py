@@ -11,10 +11,10 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from atlaso_site.job_runs import Progress, no_progress
+from atlaso_site.job_runs.models import JobRun, Trigger
+from atlaso_site.job_runs.services import job_enqueue
 from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
-from atlaso_site.lib.jobs import Progress, no_progress
-from atlaso_site.lib.jobs.models import JobRun, Trigger
-from atlaso_site.lib.jobs.services import job_enqueue
 from atlaso_site.lib.secrets import hash_secret, new_secret
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict

@@ -19,12 +19,12 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from atlaso_site.lib.dashboard_access import operator_required, reviewer_required
+from atlaso_site.access.roles import operator_required, reviewer_required
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.selectors import job_run_get
 from atlaso_site.lib.errors import AtlasoError
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.selectors import job_run_get
 from atlaso_site.lib.paging import MAX_OFFSET, Page
-from atlaso_site.lib.users import USER_ID_RULE, is_user_id
+from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import MAX_VALUE_LENGTH
 from beliefs.models import (

@@ -8,7 +8,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from atlaso_site.lib.admin import ReadOnlyAdminMixin, known_values_filter
+from atlaso_site.ui.admin import ReadOnlyAdminMixin, known_values_filter
 from deposits.domain.types import EVIDENCE_GRADES, POLARITIES, REPRO_STATUSES
 from deposits.models import Contradiction, Deposit, ScopeBag
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Header, Query, Router, Status
 
+from atlaso_site.access.api_keys import require
 from atlaso_site.lib.errors import IMMUTABLE, AtlasoError, invalid
-from atlaso_site.lib.wire import DepositDetailOut, UserId, UuidText, with_errors
-from beliefs.access import require
-from deposits import selectors, services
+from atlaso_site.wire import DepositDetailOut, UserId, UuidText, with_errors
 from deposits.schemas import (
     AddManyResultOut,
     AddResultOut,
@@ -21,6 +20,8 @@ from deposits.schemas import (
     RetractQuery,
     RetractResultOut,
 )
+from deposits.selectors import deposits as selectors
+from deposits.services import deposits as services
 
 router = Router(tags=["deposits"])
 # The Idempotency-Key header; the body's idempotency_key says the same (`_key` checks they agree).

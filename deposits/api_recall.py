@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.lib.wire import UserId, with_errors
-from beliefs.access import require
-from deposits import bags, services
-from deposits.recall import recall
+from atlaso_site.access.api_keys import require
+from atlaso_site.wire import UserId, with_errors
 from deposits.schemas import BagDetailOut, BagId, BagPageOut, BagQuery, RecallQuery, SearchResultsOut
+from deposits.selectors import bags
+from deposits.selectors.recall import recall
+from deposits.services import deposits as services
 
 router = Router(tags=["recall"])
 

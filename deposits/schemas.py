@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.lib.paging import MAX_OFFSET
-from atlaso_site.lib.wire import (
+from atlaso_site.wire import (
     NO_NUL,
     NOT_BLANK,
     DepositDetailOut,
@@ -46,7 +46,7 @@ from deposits.domain.validation import (
     MAX_REASON,
     MAX_TAG,
 )
-from deposits.services import MAX_BULK_ITEMS
+from deposits.services.deposits import MAX_BULK_ITEMS
 
 # Body fields: the schema states each rule of deposits.domain.validation, which checks it.
 # validate_deposit allows a `contradicts` entry (a deposit id) up to 64 characters.

@@ -21,18 +21,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from atlaso_site.lib.dashboard_access import OPERATOR, require_role, reviewer_required
+from atlaso_site.access.roles import OPERATOR, require_role, reviewer_required
 from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
-from atlaso_site.lib.users import is_user_id
-from deposits.bags import QueueItem, bag_detail, conflict_queue, queue_item
+from atlaso_site.lib.user_ids import is_user_id
 from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.bags import bag_id as bag_id_of
 from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import DIRECTIONAL, FACETS, INT_FACETS, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
-from deposits.recall import SearchResults, recall
-from deposits.selectors import Edge, channel_tiers, deposit_detail, edges_touching, owner_exists
-from deposits.services import AddResult, bag_resolve, deposit_retract
+from deposits.selectors.bags import QueueItem, bag_detail, conflict_queue, queue_item
+from deposits.selectors.deposits import Edge, channel_tiers, deposit_detail, edges_touching, owner_exists
+from deposits.selectors.recall import SearchResults, recall
+from deposits.services.deposits import AddResult, bag_resolve, deposit_retract
 
 logger = logging.getLogger(__name__)
 

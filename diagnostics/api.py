@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import Query, Router, Schema, Status
 
-from atlaso_site.lib.wire import UserId, with_errors
-from beliefs.access import require, require_global_admin
+from atlaso_site.access.api_keys import require, require_global_admin
+from atlaso_site.wire import UserId, with_errors
 from diagnostics import selectors
 from diagnostics.schemas import (
     CalibrationOut,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.lib.jobs import selectors
-from atlaso_site.lib.jobs.models import Trigger
-from atlaso_site.lib.wire import UuidText, with_errors
-from beliefs.access import require_global_admin
-from diagnostics import jobs
+from atlaso_site.access.api_keys import require_global_admin
+from atlaso_site.job_runs import selectors
+from atlaso_site.job_runs.models import Trigger
+from atlaso_site.wire import UuidText, with_errors
+from diagnostics import job_runner
 from diagnostics.schemas import JobName, JobRunOut, JobRunPageOut, JobRunQuery
 
 router = Router(tags=["jobs"])
@@ -36,4 +36,4 @@ def get_job_run(request: HttpRequest, id: UuidText):
 def start_job_run(request: HttpRequest, name: JobName):
     """Queue a run of the job (trigger `api`); a worker takes it. Follow it at /jobs/{id}."""
     require_global_admin(request)
-    return Status(202, jobs.job_start(name=name, trigger=Trigger.API))
+    return Status(202, job_runner.job_start(name=name, trigger=Trigger.API))

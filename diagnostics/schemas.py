@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from atlaso_site.lib.wire import NO_NUL, DepositOut, OutSchema, PageQuery, WireId, WireTime
-from diagnostics.jobs import JOBS
+from atlaso_site.wire import NO_NUL, DepositOut, OutSchema, PageQuery, WireId, WireTime
+from diagnostics.job_runner import JOBS
 
 
 class DiagnosticsOut(OutSchema):

@@ -18,7 +18,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.paging import Page
 from beliefs.models import Belief, CalibrationOutcome
 from deposits.domain.types import Deposit as DepositRecord
@@ -32,8 +32,8 @@ from deposits.models import (
     RecallLog,
     ScopeBag,
 )
-from deposits.selectors import deposit_records
-from deposits.sqlrules import directional_sql
+from deposits.selectors.deposits import deposit_records
+from deposits.sql.rules import directional_sql
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, FieldCounts
 from diagnostics.models import Snapshot
@@ -359,7 +359,7 @@ def deployment_trend(*, days: int = 30, now: datetime | None = None) -> Deployme
 def recent_deposits(*, user_id: str, limit: int = 10) -> list[DepositRecord]:
     """The owner's newest kept (not retracted) deposits, with their state; no count of them all.
 
-    `deposits.selectors.deposit_page` without its total: counting a large owner's deposits
+    `deposits.selectors.deposits.deposit_page` without its total: counting a large owner's deposits
     costs more than the rest of the owner page.
     """
     rows = list(

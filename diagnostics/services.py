@@ -11,7 +11,7 @@ from django.db.models import F, Max, Window
 from django.db.models.functions import RowNumber, TruncDate
 from django.utils import timezone
 
-from atlaso_site.lib.jobs import JobSkipped, Progress
+from atlaso_site.job_runs import JobSkipped, Progress
 from beliefs.models import Belief
 from deposits.models import RecallLog, ScopeBag
 from diagnostics.models import Snapshot

@@ -1,4 +1,4 @@
-"""Thin Celery tasks over the runner (`diagnostics.jobs`): a recorded run, beat's ticks, the sweep."""
+"""Thin Celery tasks over the runner (`diagnostics.job_runner`): a recorded run, beat's ticks, the sweep."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
-from atlaso_site.lib.jobs.models import Trigger
-from atlaso_site.lib.jobs.services import job_sweep
-from diagnostics import jobs
+from atlaso_site.job_runs.models import Trigger
+from atlaso_site.job_runs.services import job_sweep
+from diagnostics import job_runner
 
 logger = logging.getLogger(__name__)
 
@@ -21,14 +21,14 @@ logger = logging.getLogger(__name__)
 # sends a dead worker's run again (the broker may hold its message for an hour, or lose it).
 @shared_task(name="diagnostics.tasks.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(run_id: str) -> str | None:
-    run = jobs.job_execute(run_id)
+    run = job_runner.job_execute(run_id)
     return None if run is None else run.status
 
 
 @shared_task(name="diagnostics.tasks.run_scheduled_job")
 def run_scheduled_job(name: str) -> str:
     """Beat's tick: record a run with trigger `beat` and run it in this worker."""
-    return jobs.job_run_now(name=name, trigger=Trigger.BEAT).status
+    return job_runner.job_run_now(name=name, trigger=Trigger.BEAT).status
 
 
 @shared_task(name="diagnostics.tasks.sweep_job_runs")

@@ -2,7 +2,7 @@
 
 Each view checks access, parses, calls its selectors and renders. A page's swappable parts are
 `{% partialdef %}` blocks of its own template, rendered alone when `request.htmx`. Charts are
-drawn on the server (`atlaso_site.lib.charts`) from the snapshots the selectors return.
+drawn on the server (`atlaso_site.ui.charts`) from the snapshots the selectors return.
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from atlaso_site.lib import charts
-from atlaso_site.lib.dashboard_access import is_operator, operator_required, reviewer_required
+from atlaso_site.access.roles import is_operator, operator_required, reviewer_required
+from atlaso_site.job_runs.models import LOST, STALLED, JobRun, Status, Trigger
+from atlaso_site.job_runs.selectors import job_run_get
 from atlaso_site.lib.errors import AtlasoError
-from atlaso_site.lib.jobs.models import LOST, STALLED, JobRun, Status, Trigger
-from atlaso_site.lib.jobs.selectors import job_run_get
 from atlaso_site.lib.paging import MAX_OFFSET, Page
-from atlaso_site.lib.users import is_user_id
+from atlaso_site.lib.user_ids import is_user_id
+from atlaso_site.ui import charts
 from beliefs.selectors import belief_page
-from deposits.bags import Bag, bag_page
 from deposits.domain.types import FACETS, INT_FACETS
-from deposits.selectors import owner_exists
-from diagnostics import jobs, selectors
+from deposits.selectors.bags import Bag, bag_page
+from deposits.selectors.deposits import owner_exists
+from diagnostics import job_runner, selectors
 from diagnostics.domain.fmi import Pillars, band, explain
 from diagnostics.models import Snapshot
 
@@ -42,21 +42,21 @@ TREND_DAYS = 30
 HEALTH_DAYS = (7, 30, 90)
 RUNS_PER_JOB = 10
 # What an operator may start from the jobs page (a belief rebuild follows a tier or channel change).
-STARTABLE = (jobs.RECOMPUTE_DIAGNOSTICS, jobs.VERIFY_BELIEFS, jobs.EXPIRE_IDEMPOTENCY_KEYS)
+STARTABLE = (job_runner.RECOMPUTE_DIAGNOSTICS, job_runner.VERIFY_BELIEFS, job_runner.EXPIRE_IDEMPOTENCY_KEYS)
 JOB_DESCRIPTIONS = {
-    jobs.RECOMPUTE_DIAGNOSTICS: "Snapshots the FMI of every owner with activity since its last snapshot, "
+    job_runner.RECOMPUTE_DIAGNOSTICS: "Snapshots the FMI of every owner with activity since its last snapshot, "
     "then the deployment's; thins snapshots older than 90 days (beat: every FMI_SNAPSHOT_MINUTES).",
-    jobs.EXPIRE_IDEMPOTENCY_KEYS: "Deletes idempotency entries older than 24 hours (beat: hourly).",
-    jobs.REBUILD_BELIEFS: "Replays belief logs with today's tiers; runs by itself after a tier or "
+    job_runner.EXPIRE_IDEMPOTENCY_KEYS: "Deletes idempotency entries older than 24 hours (beat: hourly).",
+    job_runner.REBUILD_BELIEFS: "Replays belief logs with today's tiers; runs by itself after a tier or "
     "channel change on the provenance page.",
-    jobs.VERIFY_BELIEFS: "Checks every stored belief against the replay of its log and lists any "
+    job_runner.VERIFY_BELIEFS: "Checks every stored belief against the replay of its log and lists any "
     "that differ as mismatches (beat: daily).",
 }
 FIRST_RUN = {
-    jobs.RECOMPUTE_DIAGNOSTICS: "Celery beat runs it every few minutes; so does manage.py recompute_diagnostics.",
-    jobs.EXPIRE_IDEMPOTENCY_KEYS: "Celery beat runs it hourly; so does manage.py expire_idempotency_keys.",
-    jobs.REBUILD_BELIEFS: "A tier ceiling or channel change starts one.",
-    jobs.VERIFY_BELIEFS: "Celery beat runs it daily; so does manage.py verify_beliefs.",
+    job_runner.RECOMPUTE_DIAGNOSTICS: "Celery beat runs it every few minutes; so does manage.py recompute_diagnostics.",
+    job_runner.EXPIRE_IDEMPOTENCY_KEYS: "Celery beat runs it hourly; so does manage.py expire_idempotency_keys.",
+    job_runner.REBUILD_BELIEFS: "A tier ceiling or channel change starts one.",
+    job_runner.VERIFY_BELIEFS: "Celery beat runs it daily; so does manage.py verify_beliefs.",
 }
 # Reported statuses that mean something needs a person: shown in red on the overview.
 ALARMING = (Status.FAILED, LOST, STALLED)
@@ -261,7 +261,7 @@ def _rows(runs: Sequence[JobRun], now: datetime) -> list[RunRow]:
 
 def _last_runs(now: datetime) -> list[tuple[str, RunRow | None]]:
     """Each job's newest run, or None for a job that never ran."""
-    newest = selectors.recent_runs(list(jobs.JOBS), limit=1)
+    newest = selectors.recent_runs(list(job_runner.JOBS), limit=1)
     return [(name, next(iter(_rows(runs, now)), None)) for name, runs in newest.items()]
 
 
@@ -474,7 +474,7 @@ def health_trends(request: HttpRequest) -> HttpResponse:
 def job_runs(request: HttpRequest) -> HttpResponse:
     """Each job's recent runs; a queued or running row polls itself until the run ends."""
     now = timezone.now()
-    runs = selectors.recent_runs(list(jobs.JOBS), limit=RUNS_PER_JOB)
+    runs = selectors.recent_runs(list(job_runner.JOBS), limit=RUNS_PER_JOB)
     context = {
         "jobs": [
             {
@@ -483,7 +483,7 @@ def job_runs(request: HttpRequest) -> HttpResponse:
                 "first_run": FIRST_RUN.get(name, ""),
                 "rows": _rows(runs[name], now),
             }
-            for name in jobs.JOBS
+            for name in job_runner.JOBS
         ],
         "startable": STARTABLE if is_operator(request.user) else (),
     }
@@ -509,6 +509,6 @@ def job_start(request: HttpRequest, name: str) -> HttpResponse:
     """Queue a run (trigger `dashboard`) through the runner the API uses; back to the jobs page."""
     if name not in STARTABLE:
         return _not_found(request, f"There is no job {name!r} to start here.")
-    run = jobs.job_start(name=name, trigger=Trigger.DASHBOARD)
+    run = job_runner.job_start(name=name, trigger=Trigger.DASHBOARD)
     messages.success(request, f"Started {name}: run {run.pk} is queued; its row follows it below.")
     return redirect("diagnostics:jobs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group
 
-from atlaso_site.lib.dashboard_access import OPERATOR, REVIEWER
+from atlaso_site.access.roles import OPERATOR, REVIEWER
 
 PASSWORD = "correct-horse-battery"
 

@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.template import engines
 from django.urls import path
 
-from atlaso_site.lib.dashboard_access import OPERATOR, operator_required, require_role, reviewer_required
+from atlaso_site.access.roles import OPERATOR, operator_required, require_role, reviewer_required
 from atlaso_site.urls import urlpatterns as site_urlpatterns
 
 PAGE = engines["django"].from_string(

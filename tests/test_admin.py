@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from beliefs.services import belief_confirm, beliefs_verify, channel_bind
 from deposits.models import Deposit

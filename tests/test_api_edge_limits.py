@@ -13,7 +13,7 @@ from django.test import override_settings
 from atlaso_site.middleware import MAX_QUERY_STRING
 from deposits.domain.validation import MAX_CONTENT
 from deposits.models import Deposit
-from deposits.services import MAX_BULK_ITEMS
+from deposits.services.deposits import MAX_BULK_ITEMS
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db

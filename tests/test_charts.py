@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.template.loader import render_to_string
 
-from atlaso_site.lib import charts
-from atlaso_site.lib.charts import NOT_ENOUGH_HISTORY, Bin, Series, step_chart
+from atlaso_site.ui import charts
+from atlaso_site.ui.charts import NOT_ENOUGH_HISTORY, Bin, Series, step_chart
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WEEK = {"start": NOW - timedelta(days=7), "end": NOW}

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import get_args
 
 from atlaso import _validation as client
-from atlaso_site.lib import wire
-from atlaso_site.lib.jobs.models import REPORTED_STATUSES, Trigger
+from atlaso_site import wire
+from atlaso_site.job_runs.models import REPORTED_STATUSES, Trigger
 from deposits import schemas as deposit_schemas
 from deposits.domain import types
 from diagnostics import schemas as diagnostics_schemas
@@ -49,7 +49,7 @@ def test_the_clients_enums_and_their_meanings_are_the_servers():
 
 
 def test_the_clients_user_id_rule_is_the_servers():
-    from atlaso_site.lib.users import USER_ID_PATTERN, USER_ID_RULE
+    from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE
 
     assert f"^{client.USER_ID.pattern}$" == USER_ID_PATTERN.pattern
     assert client.USER_ID_RULE == USER_ID_RULE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deposits.services import deposit_add
+from deposits.services.deposits import deposit_add
 from tests.cast import make_login
 
 pytestmark = pytest.mark.django_db

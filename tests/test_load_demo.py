@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Max, Min
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import BeliefRevision
 from beliefs.selectors import belief_verdict
 from deposits.models import ConflictEpisode, Contradiction, Deposit

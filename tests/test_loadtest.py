@@ -14,7 +14,7 @@ from django.db import connection
 from atlaso_site.bench.management.commands import loadtest
 from beliefs.models import ApiKey
 from deposits.models import Deposit
-from deposits.services import deposit_add, deposit_retract
+from deposits.services.deposits import deposit_add, deposit_retract
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

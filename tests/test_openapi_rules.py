@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from atlaso_site.lib.users import USER_ID_PATTERN
-from atlaso_site.lib.wire import NOT_BLANK, SPACE, stripped_within
+from atlaso_site.lib.user_ids import USER_ID_PATTERN
+from atlaso_site.wire import NOT_BLANK, SPACE, stripped_within
 from deposits.domain.validation import MAX_CONTENT, DepositValidationError, validate_content
 from deposits.models import Deposit
 

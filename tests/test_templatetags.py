@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.template import engines
 
-from atlaso_site.lib.templatetags import ago, duration, percent
+from atlaso_site.ui.templatetags import ago, duration, percent
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

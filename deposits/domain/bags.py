@@ -10,8 +10,11 @@ from datetime import datetime
 
 from deposits.domain.types import DIRECTIONAL, Scope
 
+# The live rule belongs to the deposit (types.is_live); the bag rules below build on it.
+from deposits.domain.types import is_live as is_live
+
 MAX_CONFLICT_PEERS = 50
-# The bag rules, each defined once here; the ORM (deposits.models) and SQL (deposits.sqlrules)
+# The bag rules, each defined once here; the ORM (deposits.models) and SQL (deposits.sql.rules)
 # forms are built from these constants and pinned to these functions by a property test.
 #: A bag is in conflict when its live deposits hold at least this many directional polarities.
 CONFLICT_MIN_KINDS = 2
@@ -25,11 +28,6 @@ def bag_id(user_id: str, scope: Scope) -> str:
     """A stable id for (user_id, six facets): `note` is not part of the key, null equals null."""
     key = json.dumps([user_id, *scope.facets], separators=(",", ":"), ensure_ascii=False)
     return "bag_" + hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
-
-
-def is_live(*, retracted: bool, superseded: bool) -> bool:
-    """A deposit counts in its bag while it is neither soft-retracted nor superseded."""
-    return not retracted and not superseded
 
 
 def is_directional(polarity: str) -> bool:

@@ -48,6 +48,16 @@ ENUMS: dict[str, dict[str, str]] = {
     "on_gate_reject": BULK_MODE_MEANINGS,
 }
 
+
+def is_live(*, retracted: bool, superseded: bool) -> bool:
+    """A deposit counts in its bag and in recall while it is neither soft-retracted nor superseded.
+
+    The one live rule: the ORM (`deposits.models`) and SQL (`deposits.sql.rules`) spellings are
+    pinned to it by a property test.
+    """
+    return not retracted and not superseded
+
+
 FACETS: tuple[str, ...] = ("model", "dataset", "env", "version", "n", "seed")
 TEXT_FACETS: tuple[str, ...] = ("model", "dataset", "env", "version")
 INT_FACETS: tuple[str, ...] = ("n", "seed")
@@ -120,6 +130,13 @@ class Deposit:
         return self.retracted_at is not None
 
     @property
+    def is_live(self) -> bool:
+        """Counts in its bag and in recall: the one live rule, `is_live`."""
+        return is_live(retracted=self.retracted, superseded=bool(self.superseded_by))
+
+    @property
     def state(self) -> str:
-        """`superseded` once a later deposit contradicts this one, else `live` (retraction aside)."""
-        return "superseded" if self.superseded_by else "live"
+        """`live`, else why not: `retracted` (soft) or `superseded` (a later deposit corrects it)."""
+        if self.is_live:
+            return "live"
+        return "retracted" if self.retracted else "superseded"

@@ -9,7 +9,7 @@ from typing import Any
 
 from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
 from atlaso_site.lib.text import first_unstorable, unstorable
-from atlaso_site.lib.users import USER_ID_RULE, is_user_id
+from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
 from beliefs.domain.values import (
     BeliefInputError,
     clean_belief_key,

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 def open_episodes_for_present_conflicts(apps, schema_editor):
     # Bags already in conflict get their episode, dated when the disagreement began.
-    from deposits.episodes import episodes_open_existing
+    from deposits.services.episodes import episodes_open_existing
 
     episodes_open_existing(schema_editor.connection)
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db import connection
 
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate
-from deposits.sqlrules import confident_sql, in_conflict_sql, superseded_sql
+from deposits.sql.rules import confident_sql, in_conflict_sql, superseded_sql
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from django.db import connection
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
-from deposits.sqlrules import confident_stored_sql, in_conflict_stored_sql, live_sql
+from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
 # calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from atlaso_site.lib.jobs.models import JobRun, Status, Trigger
-from diagnostics.jobs import job_run_now, summary
+from atlaso_site.job_runs.models import JobRun, Status, Trigger
+from diagnostics.job_runner import job_run_now, summary
 
 
 class JobCommand(BaseCommand):

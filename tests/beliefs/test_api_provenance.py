@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import beliefs_verify, channel_bind, tier_update
-from diagnostics.jobs import job_execute
+from diagnostics.job_runner import job_execute
 from tests.beliefs.helpers import NEW, OLD, observe, pick, verdict
 from tests.conftest import make_client
 

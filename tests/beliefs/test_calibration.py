@@ -6,7 +6,7 @@ import pytest
 
 from beliefs.models import BeliefRevision, CalibrationOutcome
 from beliefs.services import belief_confirm, channel_bind
-from diagnostics.jobs import job_execute
+from diagnostics.job_runner import job_execute
 from tests.beliefs.helpers import KEY, NEW, OLD, observe, verdict
 from tests.conftest import make_client
 

@@ -6,7 +6,7 @@ from unittest import mock
 
 import pytest
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.selectors import belief_verdict
 from beliefs.services import tier_update
 from tests.celery_worker import celery_worker, wait_until
@@ -28,7 +28,7 @@ def test_lowering_a_ceiling_is_rebuilt_by_the_worker_and_the_channel_stops_count
 
         # Were the run run in this process (eagerly), this would fail it: only the worker may run it.
         with mock.patch(
-            "diagnostics.jobs.job_execute", side_effect=AssertionError("ran in the test process")
+            "diagnostics.job_runner.job_execute", side_effect=AssertionError("ran in the test process")
         ):
             _, job = tier_update(name="agent_own", ceiling=0.4)
         assert job is not None and job.status == "queued"

@@ -9,7 +9,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
-from atlaso_site.lib.dashboard_access import is_operator, is_reviewer
+from atlaso_site.access.roles import is_operator, is_reviewer
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from atlaso_site.access.api_keys import key_by_secret_hash
 from atlaso_site.lib.secrets import hash_secret
-from beliefs.access import key_by_secret_hash
 from beliefs.models import ApiKey
 from beliefs.services import api_key_create, api_key_revoke
 

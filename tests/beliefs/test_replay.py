@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connections
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import Belief
 from beliefs.services import beliefs_verify
 from tests.beliefs.helpers import KEY, NEW, OLD, observe, verdict

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from atlaso_site.lib.jobs.services import job_record
+from atlaso_site.job_runs.services import job_record
 from beliefs.models import ApiKey, CalibrationOutcome, Channel, ProvenanceChange
 from beliefs.services import api_key_create
 from tests.beliefs.dashboard import seed_alice

@@ -12,11 +12,11 @@ from django.db import DatabaseError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import ApiKey, Channel, ProvenanceChange, ProvenanceTier
 from beliefs.selectors import channel_belief_counts, tier_rebuild_counts
 from beliefs.services import api_key_create, api_key_revoke, tier_update
-from diagnostics.jobs import job_execute
+from diagnostics.job_runner import job_execute
 from tests.beliefs.dashboard import XSS, believe, channel
 from tests.cast import make_login
 from tests.conftest import ApiClient, make_client

@@ -10,7 +10,7 @@ from django.test import Client
 
 from beliefs.services import channel_get_or_create
 from deposits.models import Deposit
-from deposits.services import deposit_add
+from deposits.services.deposits import deposit_add
 from tests.cast import make_login
 from tests.deposits.scenario import NARROW, clock
 

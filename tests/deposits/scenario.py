@@ -11,8 +11,8 @@ from unittest import mock
 
 from django.utils import timezone
 
-from deposits.recall import SearchResult, SearchResults
-from deposits.services import deposit_add, deposit_add_many, deposit_contradict, deposit_retract
+from deposits.selectors.recall import SearchResult, SearchResults
+from deposits.services.deposits import deposit_add, deposit_add_many, deposit_contradict, deposit_retract
 
 NARROW = {"model": "gpt-5", "dataset": "evals", "env": "prod"}
 BULK_BATCH = 1000
@@ -38,7 +38,7 @@ def clock(moment: datetime | None) -> Iterator[None]:
     if moment is None:
         yield
         return
-    with mock.patch("deposits.services.timezone.now", return_value=moment):
+    with mock.patch("deposits.services.deposits.timezone.now", return_value=moment):
         yield
 
 

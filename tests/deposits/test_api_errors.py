@@ -133,7 +133,7 @@ def test_a_missing_permission_is_forbidden_403(db):
 )
 def test_a_database_outage_is_unavailable_503_with_a_retry_hint(api, failure):
     # The first thing a request asks the database: its key.
-    with mock.patch("beliefs.access.key_by_secret_hash", side_effect=failure):
+    with mock.patch("atlaso_site.access.api_keys.key_by_secret_hash", side_effect=failure):
         answer = api.get("/users/alice/deposits")
     error_of(answer, 503, "unavailable")
     assert answer.headers["Retry-After"] == "5"
@@ -141,7 +141,8 @@ def test_a_database_outage_is_unavailable_503_with_a_retry_hint(api, failure):
 
 def test_a_database_outage_during_a_write_is_unavailable_503_and_writes_nothing(api):
     with mock.patch(
-        "deposits.services.bags_add_deposits", side_effect=OperationalError("server closed the connection")
+        "deposits.services.deposits.bags_add_deposits",
+        side_effect=OperationalError("server closed the connection"),
     ):
         answer = api.post("/users/alice/deposits", {"content": "x", "idempotency_key": "k"})
     error_of(answer, 503, "unavailable")

@@ -6,7 +6,7 @@ from unittest import mock
 from django.utils import timezone
 
 from deposits.models import Deposit, IdempotencyEntry, ScopeBag
-from deposits.services import idempotency_expire
+from deposits.services.deposits import idempotency_expire
 
 NOTE = {"content": "Alice prefers oat milk", "idempotency_key": "ak_note-1"}
 
@@ -14,7 +14,7 @@ NOTE = {"content": "Alice prefers oat milk", "idempotency_key": "ak_note-1"}
 def later(delta: timedelta):
     """Move the services' clock forward by `delta` (no sleeping)."""
     moment = timezone.now() + delta
-    return mock.patch("deposits.services.timezone.now", return_value=moment)
+    return mock.patch("deposits.services.deposits.timezone.now", return_value=moment)
 
 
 def test_it_replays_the_same_key_and_payload_with_200_and_the_original_deposit(api):

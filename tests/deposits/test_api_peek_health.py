@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from deposits.recall import recall
-from deposits.services import recall_record
+from deposits.selectors.recall import recall
+from deposits.services.deposits import recall_record
 from tests.deposits.scenario import NARROW, correct, now, put, retract
 
 

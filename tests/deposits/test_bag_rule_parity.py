@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from deposits.domain import bags as rules
 from deposits.domain.bags import BagStats
 from deposits.domain.types import DIRECTIONAL, POLARITIES
-from deposits.hits import _in_one_statement, _through_the_orm
 from deposits.models import Contradiction, Deposit, ScopeBag
-from deposits.recall import recall
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
-from deposits.sqlrules import confident_sql, dominant_sql, holds_live_sql, in_conflict_sql, live_sql
+from deposits.selectors.hits import _in_one_statement, _through_the_orm
+from deposits.selectors.recall import recall
+from deposits.sql.rules import confident_sql, dominant_sql, holds_live_sql, in_conflict_sql, live_sql
 from tests.deposits.scenario import correct, put, retract
 
 pytestmark = pytest.mark.django_db(transaction=False)

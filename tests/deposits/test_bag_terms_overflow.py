@@ -7,8 +7,8 @@ import random
 import pytest
 
 from deposits.models import ScopeBag
-from deposits.recall import recall
-from deposits.services import deposit_add, deposit_add_many
+from deposits.selectors.recall import recall
+from deposits.services.deposits import deposit_add, deposit_add_many
 from tests.deposits.scenario import claim
 
 pytestmark = pytest.mark.django_db

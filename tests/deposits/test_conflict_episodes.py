@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deposits.domain.types import POLARITIES
-from deposits.episodes import episodes_open_existing
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
-from deposits.services import deposit_add_many, deposit_retract
+from deposits.services.deposits import deposit_add_many, deposit_retract
+from deposits.services.episodes import episodes_open_existing
 from tests.deposits.scenario import claim, correct, now, put, retract
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import pytest
 from django.db import connection
 
-from deposits.recall import recall
 from deposits.search import search_backend
+from deposits.selectors.recall import recall
 from tests.deposits.scenario import NARROW, claim, correct, put_many, retract
 
 pytestmark = pytest.mark.django_db

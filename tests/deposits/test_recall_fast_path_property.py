@@ -27,7 +27,7 @@ from deposits.models import Deposit
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
-from deposits.services import deposit_add_many
+from deposits.services.deposits import deposit_add_many
 from tests.deposits.recall_plans import forced, recall_plans
 from tests.deposits.scenario import claim, clock, correct, retract
 

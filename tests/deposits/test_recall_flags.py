@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from deposits.recall import SearchResult, recall
 from deposits.schemas import SearchResultOut
+from deposits.selectors.recall import SearchResult, recall
 from tests.deposits.scenario import NARROW, by_id, claim, correct, now, put, put_many, retract
 
 pytestmark = pytest.mark.django_db

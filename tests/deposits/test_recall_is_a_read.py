@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from deposits.models import RecallLog
-from deposits.recall import recall
-from deposits.services import recall_record
+from deposits.selectors.recall import recall
+from deposits.services.deposits import recall_record
 from tests.deposits.scenario import correct, put
 
 pytestmark = pytest.mark.django_db

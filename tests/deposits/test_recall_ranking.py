@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from deposits.recall import recall
+from deposits.selectors.recall import recall
 from tests.deposits.scenario import NARROW, claim, now, put, put_many
 
 pytestmark = pytest.mark.django_db

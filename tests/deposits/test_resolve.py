@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 
 from atlaso_site.lib.errors import AtlasoError
-from deposits.bags import conflict_queue
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
-from deposits.selectors import deposit_detail
-from deposits.services import bag_resolve
+from deposits.selectors.bags import conflict_queue
+from deposits.selectors.deposits import deposit_detail
+from deposits.services.deposits import bag_resolve
 from tests.deposits.scenario import NARROW, correct, put
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_an_agent_correcting_a_claim_while_a_reviewer_resolves_its_bag_never_dea
 ):
     """The reviewer's resolution is paused right after it looked at the bag; meanwhile an agent
     corrects one of the bag's claims. Both must end with an answer, not a deadlock (a 503)."""
-    from deposits import services
+    from deposits.services import deposits as services
 
     bag_id, a, _, c = split_bag()
     inside, failures = threading.Event(), []

@@ -17,7 +17,7 @@ from deposits.domain.recall import query_words, slice_hits
 from deposits.search import SearchRequest
 from deposits.search.base import SearchBackend
 from deposits.search.postgres import PostgresBackend, or_lexemes, walk_plan
-from deposits.services import deposit_add_many, deposit_contradict, deposit_retract
+from deposits.services.deposits import deposit_add_many, deposit_contradict, deposit_retract
 from tests.deposits.recall_plans import forced, recall_plans
 from tests.deposits.scenario import claim, clock
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from deposits.models import Deposit, ScopeBag
-from deposits.services import deposit_contradict
+from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import logged_in, split, write
 from tests.deposits.scenario import NARROW
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deposits.models import Deposit
-from deposits.services import deposit_contradict
+from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import logged_in, split, write
 
 pytestmark = pytest.mark.django_db

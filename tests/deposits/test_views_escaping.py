@@ -8,7 +8,7 @@ import pytest
 from django.utils.html import escape
 
 from deposits.models import Deposit
-from deposits.services import deposit_contradict, deposit_retract
+from deposits.services.deposits import deposit_contradict, deposit_retract
 from tests.deposits.dashboard import XSS, logged_in, write
 
 pytestmark = pytest.mark.django_db

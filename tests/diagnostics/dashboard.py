@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 from django.test import Client
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.services import job_record
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.services import job_record
 from beliefs.services import channel_get_or_create
-from deposits.services import deposit_add
+from deposits.services.deposits import deposit_add
 from diagnostics.models import Snapshot
 from tests.cast import make_login
 from tests.deposits.scenario import put

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.services import job_claim, job_record
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.services import job_claim, job_record
 from atlaso_site.lib.paging import MAX_OFFSET
 from tests.beliefs.helpers import OLD, observe
 from tests.conftest import ApiClient, make_client

@@ -12,10 +12,10 @@ from django.core.management.base import CommandError
 from django.db import connection, connections
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from beliefs.models import Belief
 from deposits.models import IdempotencyEntry
-from diagnostics import jobs
+from diagnostics import job_runner
 from diagnostics.models import Snapshot
 from diagnostics.services import LOCK_KEY
 from tests.beliefs.helpers import KEY, OLD, observe
@@ -116,7 +116,7 @@ def test_a_command_whose_run_failed_exits_1_with_the_error(monkeypatch):
     def broken(params, progress):
         raise RuntimeError("the broker is gone")
 
-    monkeypatch.setitem(jobs.JOBS, "expire_idempotency_keys", broken)
+    monkeypatch.setitem(job_runner.JOBS, "expire_idempotency_keys", broken)
     out = StringIO()
     with pytest.raises(
         CommandError, match="expire_idempotency_keys failed: RuntimeError: the broker is gone"

@@ -13,9 +13,9 @@ from django.db import connections, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerDown
 
-from atlaso_site.lib.jobs import JobSkipped
-from atlaso_site.lib.jobs.models import LOST, REPORTED_STATUSES, STALLED, JobRun, lost_after, stalled_after
-from atlaso_site.lib.jobs.services import (
+from atlaso_site.job_runs import JobSkipped
+from atlaso_site.job_runs.models import LOST, REPORTED_STATUSES, STALLED, JobRun, lost_after, stalled_after
+from atlaso_site.job_runs.services import (
     SEND_GRACE,
     JobRecorder,
     job_claim,
@@ -27,7 +27,7 @@ from atlaso_site.lib.jobs.services import (
 )
 from beliefs.services import beliefs_verify
 from deposits.models import IdempotencyEntry
-from diagnostics import jobs
+from diagnostics import job_runner
 from diagnostics.tasks import dispatch, run_scheduled_job
 from tests.beliefs.helpers import OLD, observe, verdict
 from tests.conftest import make_client
@@ -86,12 +86,12 @@ def test_a_second_delivery_of_a_run_does_nothing():
     assert first is not None and first.run.status == "running"
     assert first.run.started_at == first.run.heartbeat_at
     assert job_claim(run.pk) is None
-    assert jobs.job_execute(run.pk) is None
+    assert job_runner.job_execute(run.pk) is None
     assert JobRun.objects.get(pk=run.pk).status == "running"
 
 
 def test_a_run_that_is_not_on_record_is_not_run():
-    assert jobs.job_execute("00000000-0000-0000-0000-000000000000") is None
+    assert job_runner.job_execute("00000000-0000-0000-0000-000000000000") is None
 
 
 def test_progress_is_written_once_a_second_on_the_last_item_and_on_a_new_total():
@@ -128,13 +128,13 @@ def test_a_job_that_raises_ends_failed_with_its_message_and_one_that_skips_ends_
     def locked_out(params, progress):
         raise JobSkipped("another run holds the lock")
 
-    monkeypatch.setitem(jobs.JOBS, "verify_beliefs", broken)
-    failed = jobs.job_run_now(name="verify_beliefs", trigger="command")
+    monkeypatch.setitem(job_runner.JOBS, "verify_beliefs", broken)
+    failed = job_runner.job_run_now(name="verify_beliefs", trigger="command")
     assert (failed.status, failed.error, failed.done, failed.total) == (
         "failed", "ValueError: the disk is full", 1, 4,
     )  # fmt: skip
-    monkeypatch.setitem(jobs.JOBS, "verify_beliefs", locked_out)
-    skipped = jobs.job_run_now(name="verify_beliefs", trigger="command")
+    monkeypatch.setitem(job_runner.JOBS, "verify_beliefs", locked_out)
+    skipped = job_runner.job_run_now(name="verify_beliefs", trigger="command")
     assert (skipped.status, skipped.counts, skipped.error) == (
         "skipped", {"reason": "another run holds the lock"}, None,
     )  # fmt: skip
@@ -144,7 +144,7 @@ def test_a_job_that_raises_ends_failed_with_its_message_and_one_that_skips_ends_
 
 def test_a_run_of_a_job_this_version_does_not_know_fails_saying_so():
     run = job_record(name="retired_job", trigger="beat")
-    ended = jobs.job_execute(run.pk)
+    ended = job_runner.job_execute(run.pk)
     assert (ended.status, ended.error) == (
         "failed",
         "there is no job 'retired_job' in this version of Atlaso",
@@ -216,7 +216,7 @@ def test_beat_runs_the_three_periodic_jobs_through_the_runner_and_sweeps_every_m
         "expire_idempotency_keys": ("diagnostics.tasks.run_scheduled_job", 3600.0),
         "verify_beliefs": ("diagnostics.tasks.run_scheduled_job", 86400.0),
     }
-    assert set(schedule) <= set(jobs.JOBS)
+    assert set(schedule) <= set(job_runner.JOBS)
 
 
 def test_the_run_task_is_acknowledged_late_and_requeued_when_its_worker_is_lost():
@@ -245,10 +245,10 @@ def test_progress_made_inside_a_jobs_own_transaction_is_seen_by_other_connection
             seen.append(watch(params["me"]))
         return {"done": 5}
 
-    monkeypatch.setitem(jobs.JOBS, "verify_beliefs", in_one_transaction)
+    monkeypatch.setitem(job_runner.JOBS, "verify_beliefs", in_one_transaction)
     run = job_record(name="verify_beliefs", trigger="command")
     JobRun.objects.filter(pk=run.pk).update(params={"me": str(run.pk)})
-    ended = jobs.job_execute(run.pk)
+    ended = job_runner.job_execute(run.pk)
     assert ended.status == "succeeded", ended.error
     assert seen == [(5, 5)]
     # The second connection is closed and forgotten with the run.
@@ -289,7 +289,7 @@ def test_a_tier_change_with_the_broker_down_answers_200_and_the_sweep_sends_its_
         set_dispatcher(dispatch)
     assert sent == [rebuild["id"]]
     assert JobRun.objects.get(pk=rebuild["id"]).sent_at is not None
-    finished = jobs.job_execute(sent[0])
+    finished = job_runner.job_execute(sent[0])
     assert (str(finished.pk), finished.status, finished.attempts) == (rebuild["id"], "succeeded", 1)
     assert verdict(agent)["fact"] is None  # agent_own at 0.4 is below the pivot
     assert beliefs_verify()["mismatched"] == 0
@@ -320,7 +320,7 @@ def test_the_sweep_leaves_alone_runs_that_are_moving_or_ended_and_runs_run_here(
     job_claim(ended.pk).succeed({})
     JobRun.objects.filter(pk=ended.pk).update(queued_at=long_ago, started_at=long_ago, heartbeat_at=long_ago)
     # A command's run, claimed as soon as it is recorded, never goes to a worker.
-    jobs.job_run_now(name="expire_idempotency_keys", trigger="command")
+    job_runner.job_run_now(name="expire_idempotency_keys", trigger="command")
     assert job_sweep(now=timezone.now() + SEND_GRACE + timedelta(seconds=1)) == []
     assert sent == []
 
@@ -342,10 +342,10 @@ def test_a_run_whose_worker_died_is_queued_again_by_the_sweep_and_finishes_with_
     assert (again.reported_status, again.done, again.total, again.started_at) == ("queued", 0, 10, None)
     assert again.attempts == 1
 
-    finished = jobs.job_execute(sent[0])
+    finished = job_runner.job_execute(sent[0])
     assert (finished.pk, finished.status, finished.attempts) == (run.pk, "succeeded", 2)
     assert finished.counts == {"checked": 0, "mismatched": 0, "mismatches": []}
-    assert jobs.job_execute(sent[0]) is None  # the dead worker's message, if it ever comes back
+    assert job_runner.job_execute(sent[0]) is None  # the dead worker's message, if it ever comes back
 
 
 def test_a_queued_again_run_that_no_worker_takes_is_reported_stalled_from_when_it_was_queued_again(sent):

@@ -13,8 +13,8 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.services import job_record, job_sweep
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.services import job_record, job_sweep
 from beliefs.models import Belief
 from tests.beliefs.helpers import OLD, observe
 from tests.celery_worker import celery_worker, pool_children, wait_until
@@ -37,7 +37,7 @@ def test_a_run_started_through_the_api_is_taken_by_the_worker_and_succeeds(setti
         observe(make_client(), OLD)
         # Were the run run in this process (eagerly), this would fail it: only the worker may run it.
         with mock.patch(
-            "diagnostics.jobs.job_execute", side_effect=AssertionError("ran in the test process")
+            "diagnostics.job_runner.job_execute", side_effect=AssertionError("ran in the test process")
         ):
             started = admin.post("/jobs/verify_beliefs/runs")
         assert started.status == 202, started.body

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from deposits.recall import recall
-from deposits.services import recall_record
+from deposits.selectors.recall import recall
+from deposits.services.deposits import recall_record
 from diagnostics.models import Snapshot
 from diagnostics.selectors import health
 from diagnostics.services import LOCK_KEY, diagnostics_recompute, snapshots_thin
@@ -124,7 +124,7 @@ def test_snapshots_older_than_90_days_are_thinned_to_one_per_owner_per_day():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_that_cannot_take_the_lock_is_skipped_and_writes_nothing(on_postgres):
-    from atlaso_site.lib.jobs import JobSkipped
+    from atlaso_site.job_runs import JobSkipped
 
     put("positive", "alpha holds")
     holder = connections.create_connection("default")
@@ -144,7 +144,7 @@ def test_a_run_that_cannot_take_the_lock_is_skipped_and_writes_nothing(on_postgr
 
 @pytest.mark.django_db(transaction=True)
 def test_two_overlapping_runs_write_one_snapshot_per_owner(on_postgres):
-    from atlaso_site.lib.jobs import JobSkipped
+    from atlaso_site.job_runs import JobSkipped
 
     for index in range(40):
         put("positive", "alpha holds", user=f"owner-{index}")

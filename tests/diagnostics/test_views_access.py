@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import pytest
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from tests.diagnostics.dashboard import conflict, logged_in, run
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from atlaso_site.lib.jobs.models import JobRun
+from atlaso_site.job_runs.models import JobRun
 from tests.diagnostics.dashboard import XSS, logged_in, run
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from deposits.models import Deposit
-from deposits.services import deposit_retract
+from deposits.services.deposits import deposit_retract
 from tests.deposits.scenario import put
 from tests.diagnostics.dashboard import XSS, agreeing, belief, conflict, logged_in, snapshots
 

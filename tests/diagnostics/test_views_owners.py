@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from deposits.services import deposit_retract
+from deposits.services.deposits import deposit_retract
 from tests.deposits.scenario import put
 from tests.diagnostics.dashboard import XSS, belief, conflict, logged_in, snapshots
 

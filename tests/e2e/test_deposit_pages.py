@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from deposits.models import Deposit
-from deposits.services import deposit_contradict
+from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import XSS, split, write
 from tests.e2e.browser import login, screenshot
 

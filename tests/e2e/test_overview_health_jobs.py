@@ -8,8 +8,8 @@ from datetime import timedelta
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.services import job_claim, job_record
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.services import job_claim, job_record
 from beliefs.services import belief_confirm
 from tests.diagnostics.dashboard import belief, conflict, run, snapshots
 from tests.e2e.browser import login, screenshot

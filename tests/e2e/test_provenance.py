@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from atlaso_site.lib.jobs.models import JobRun
-from atlaso_site.lib.jobs.services import set_dispatcher
+from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.services import set_dispatcher
 from beliefs.selectors import belief_verdict
 from beliefs.services import api_key_create, channel_get_or_create, observation_record
-from diagnostics.jobs import job_execute
+from diagnostics.job_runner import job_execute
 from diagnostics.tasks import dispatch
 from tests.e2e.browser import login, screenshot
 

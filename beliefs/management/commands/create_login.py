@@ -9,7 +9,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from atlaso_site.lib.dashboard_access import ROLES, login_save
+from atlaso_site.access.logins import login_save
+from atlaso_site.access.roles import ROLES
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagnostics.jobs import EXPIRE_IDEMPOTENCY_KEYS
+from diagnostics.job_runner import EXPIRE_IDEMPOTENCY_KEYS
 from diagnostics.management.job_command import JobCommand
 
 

@@ -16,14 +16,14 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from atlaso_site.job_runs.models import Trigger
 from atlaso_site.lib.errors import AtlasoError
-from atlaso_site.lib.jobs.models import Trigger
 from beliefs.services import belief_confirm, channel_get_or_create
 from deposits.domain.idempotency import idempotency_key
 from deposits.models import Deposit, RecallLog
-from deposits.recall import recall
-from deposits.services import bag_resolve, deposit_add, deposit_contradict, recall_record
-from diagnostics import jobs
+from deposits.selectors.recall import recall
+from deposits.services.deposits import bag_resolve, deposit_add, deposit_contradict, recall_record
+from diagnostics import job_runner
 from diagnostics.domain.fmi import Pillars
 from diagnostics.models import Snapshot
 
@@ -154,10 +154,10 @@ class Command(BaseCommand):
             for user_id, queries in RECALLS.items():
                 for query in queries:
                     recall_record(user_id=user_id, results=recall(user_id=user_id, query=query))
-        recompute = jobs.job_run_now(name=jobs.RECOMPUTE_DIAGNOSTICS, trigger=Trigger.COMMAND)
+        recompute = job_runner.job_run_now(name=job_runner.RECOMPUTE_DIAGNOSTICS, trigger=Trigger.COMMAND)
         written = self._history(demo_owners, timezone.now())
-        verify = jobs.job_run_now(name=jobs.VERIFY_BELIEFS, trigger=Trigger.COMMAND)
-        expire = jobs.job_run_now(name=jobs.EXPIRE_IDEMPOTENCY_KEYS, trigger=Trigger.COMMAND)
+        verify = job_runner.job_run_now(name=job_runner.VERIFY_BELIEFS, trigger=Trigger.COMMAND)
+        expire = job_runner.job_run_now(name=job_runner.EXPIRE_IDEMPOTENCY_KEYS, trigger=Trigger.COMMAND)
         self.stdout.write(
             f"Demo history: {written} earlier snapshots (demo values) over {HISTORY.days} days; "
             f"job runs {recompute.status}, {verify.status}, {expire.status}."

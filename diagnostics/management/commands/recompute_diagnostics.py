@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from diagnostics.jobs import RECOMPUTE_DIAGNOSTICS
+from diagnostics.job_runner import RECOMPUTE_DIAGNOSTICS
 from diagnostics.management.job_command import JobCommand
 
 

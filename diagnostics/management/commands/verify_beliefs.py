@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from atlaso_site.lib.jobs.models import JobRun
-from diagnostics.jobs import VERIFY_BELIEFS
+from atlaso_site.job_runs.models import JobRun
+from diagnostics.job_runner import VERIFY_BELIEFS
 from diagnostics.management.job_command import JobCommand
 
 

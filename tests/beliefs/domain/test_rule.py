@@ -304,7 +304,7 @@ def test_a_state_from_an_unknown_format_is_refused() -> None:
 
 def test_the_verdict_dict_has_exactly_the_api_keys() -> None:
     state, _ = fold([said("A"), said("B", day=1), said("c", day=2, ceiling=WEB_FETCH)])
-    from atlaso_site.lib.wire import VerdictOut
+    from atlaso_site.wire import VerdictOut
 
     body = VerdictOut.model_validate(verdict(state, belief_key="diet:milk")).model_dump()
     assert list(body) == [

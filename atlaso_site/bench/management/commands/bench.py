@@ -22,18 +22,18 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
+from atlaso_site.access.roles import REVIEWER
 from atlaso_site.bench import concurrent_recall, sqlite_pair
 from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
-from atlaso_site.lib.dashboard_access import REVIEWER
 from beliefs.services import api_key_create
-from deposits.bulksql import insert_rows
 from deposits.domain.idempotency import idempotency_key
 from deposits.domain.recall import query_words
 from deposits.models import Deposit, ScopeBag
-from deposits.recall import recall
 from deposits.search import search_backend
 from deposits.search.base import half_life_case
-from deposits.services import deposit_add_many
+from deposits.selectors.recall import recall
+from deposits.services.deposits import deposit_add_many
+from deposits.sql.bulk import insert_rows
 from diagnostics.models import Snapshot
 from diagnostics.selectors import forget_joined_points, health
 from diagnostics.services import diagnostics_recompute

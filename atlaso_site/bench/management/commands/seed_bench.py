@@ -10,9 +10,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from atlaso_site.bench.seed import OWNER_PREFIX, copy_text, generate
-from deposits.bagcounts import bag_terms_refresh
-from deposits.episodes import episodes_open_existing
 from deposits.models import Deposit
+from deposits.services.bag_counts import bag_terms_refresh
+from deposits.services.episodes import episodes_open_existing
 
 DEPOSIT_COLUMNS = (
     "id, user_id, bag_id, content, polarity, evidence_grade, scope_model, scope_dataset, scope_env, "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from atlaso_site.lib.admin import ReadOnlyAdminMixin, known_values_filter
-from atlaso_site.lib.jobs.models import JobRun, Status, Trigger
+from atlaso_site.job_runs.models import JobRun, Status, Trigger
+from atlaso_site.ui.admin import ReadOnlyAdminMixin, known_values_filter
 
 
 @admin.register(JobRun)

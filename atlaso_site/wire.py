@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from atlaso_site.lib.paging import MAX_OFFSET
 from atlaso_site.lib.timefmt import isoformat
-from atlaso_site.lib.users import USER_ID_PATTERN, USER_ID_RULE
+from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE
 
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]

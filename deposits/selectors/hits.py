@@ -17,13 +17,13 @@ from types import SimpleNamespace
 
 from django.db import connection
 
-from deposits.bags import bag_stats, newest_live_claims, stats_of
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, peer_polarities
 from deposits.domain.types import DIRECTIONAL, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import Deposit
-from deposits.selectors import deposit_records, record_from_row
-from deposits.sqlrules import dominant_sql, in_conflict_sql, live_sql
+from deposits.selectors.bags import bag_stats, newest_live_claims, stats_of
+from deposits.selectors.deposits import deposit_records, record_from_row
+from deposits.sql.rules import dominant_sql, in_conflict_sql, live_sql
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The runner: every job by name, and the one way a recorded run is run.
 
 A job is a service that takes its run's params and a progress callback and returns its
-counts. The apps below record runs through the kernel (`atlaso_site.lib.jobs`); this module,
+counts. The apps below record runs through the kernel (`atlaso_site.job_runs`); this module,
 in the top app, is the only one that knows every job, so it runs them all: the Celery tasks
 (`diagnostics.tasks`), the management commands and the jobs API call it.
 """
@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
+from atlaso_site.job_runs import Progress
+from atlaso_site.job_runs.models import JobRun, Status
+from atlaso_site.job_runs.services import job_claim, job_enqueue, job_record
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.jobs import Progress
-from atlaso_site.lib.jobs.models import JobRun, Status
-from atlaso_site.lib.jobs.services import job_claim, job_enqueue, job_record
 from beliefs.services import REBUILD_BELIEFS, beliefs_rebuild, beliefs_verify
-from deposits.services import idempotency_expire
+from deposits.services.deposits import idempotency_expire
 from diagnostics.services import diagnostics_recompute
 
 RECOMPUTE_DIAGNOSTICS = "recompute_diagnostics"

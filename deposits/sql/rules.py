@@ -1,5 +1,5 @@
-"""The bag rules of `deposits.domain.bags` spelled in SQL, for the raw queries of search/ and
-bagcounts. Built from the domain's constants; a property test pins each fragment to the rule.
+"""The bag rules of `deposits.domain.bags` spelled in SQL, for the raw queries of
+`deposits.search` and `deposits.services.bag_counts`. Built from the domain's constants; a property test pins each fragment to the rule.
 
 Every fragment takes the table alias it applies to, so one spelling serves every query.
 """

@@ -18,9 +18,9 @@ from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, 
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.types import Scope
 from deposits.domain.validation import validate_scope, validate_user_id
-from deposits.hits import hit_details
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
+from deposits.selectors.hits import hit_details
 
 
 @dataclass(frozen=True, slots=True)

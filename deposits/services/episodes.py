@@ -15,7 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from deposits.domain.types import DIRECTIONAL
 from deposits.models import ConflictEpisode, ScopeBag
-from deposits.sqlrules import in_conflict_sql, live_sql
+from deposits.sql.rules import in_conflict_sql, live_sql
 
 # (cause, deposit id) of the write that may have ended a bag's conflict.
 Closer = tuple[str, uuid.UUID | str | None]

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.lib.errors import (
     GATE_REJECTED,
     IDEMPOTENCY_CONFLICT,
@@ -24,13 +25,9 @@ from atlaso_site.lib.errors import (
     invalid,
     not_found,
 )
-from atlaso_site.lib.jobs import Progress, no_progress
 from beliefs.domain.values import BeliefInputError, clean_observed_at
 from beliefs.models import HUMAN_REVIEW_CHANNEL, Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
-from deposits.bagcounts import NewDeposits, bags_add_deposits, bags_recount, search_text
-from deposits.bags import stats_of
-from deposits.bulksql import insert_rows
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
@@ -46,10 +43,13 @@ from deposits.domain.validation import (
     validate_scope,
     validate_user_id,
 )
-from deposits.episodes import Closer, episodes_sync
 from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog, ScopeBag
-from deposits.recall import SearchResults
-from deposits.selectors import as_uuid, deposit_record, deposit_records
+from deposits.selectors.bags import stats_of
+from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
+from deposits.selectors.recall import SearchResults
+from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
+from deposits.services.episodes import Closer, episodes_sync
+from deposits.sql.bulk import insert_rows
 
 MAX_BULK_ITEMS = 1000
 DEPOSIT_COLUMNS = (

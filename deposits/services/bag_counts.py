@@ -11,12 +11,11 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
-from deposits.bulksql import insert_rows
-from deposits.domain.bags import is_live
-from deposits.domain.types import DIRECTIONAL, Scope
+from deposits.domain.types import DIRECTIONAL, Scope, is_live
 from deposits.models import Contradiction, Deposit, ScopeBag
 from deposits.search.postgres import TS_CONFIG
-from deposits.sqlrules import live_sql
+from deposits.sql.bulk import insert_rows
+from deposits.sql.rules import live_sql
 
 
 def _newer(column: str) -> str:

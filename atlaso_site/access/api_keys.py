@@ -17,7 +17,7 @@ from ninja.security import HttpBearer
 
 from atlaso_site.lib.errors import FORBIDDEN, AtlasoError
 from atlaso_site.lib.secrets import hash_secret
-from atlaso_site.lib.users import validate_user_id
+from atlaso_site.lib.user_ids import validate_user_id
 from beliefs.models import ApiKey, Channel, ProvenanceTier
 
 

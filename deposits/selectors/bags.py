@@ -17,7 +17,7 @@ from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.types import DIRECTIONAL, FACETS, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
-from deposits.selectors import deposit_records
+from deposits.selectors.deposits import deposit_records
 
 MAX_BAG_DEPOSITS = 500
 

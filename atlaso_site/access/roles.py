@@ -12,12 +12,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -146,27 +143,7 @@ def dashboard(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
-def login_save(*, username: str, role: str, password: str) -> tuple[AbstractBaseUser, bool]:
-    """Create the login `username` with `role`, or give an existing one this password and role.
-
-    The password goes through AUTH_PASSWORD_VALIDATORS; a ValidationError says what is wrong.
-    Returns the user and whether it was created.
-    """
-    if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}; use one of {ROLES}")
-    users = get_user_model()
-    users._meta.get_field(users.USERNAME_FIELD).clean(username, None)
-    user = users.objects.filter(username=username).first()
-    created = user is None
-    if user is None:
-        user = users(username=username)
-    validate_password(password, user)
-    user.set_password(password)
-    user.save()
-    groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLES}
-    user.groups.remove(*(group for name, group in groups.items() if name != role))
-    user.groups.add(groups[role])
+def forget_roles(user: User) -> None:
+    """Drop the roles cached on `user`, after a write that changed them."""
     if hasattr(user, _ROLE_CACHE):
         delattr(user, _ROLE_CACHE)
-    return user, created

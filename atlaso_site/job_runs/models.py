@@ -88,7 +88,7 @@ class JobRunQuerySet(models.QuerySet):
 class JobRun(models.Model):
     """One run of one job, whoever started it: its progress, outcome and counts.
 
-    Only `atlaso_site.lib.jobs.services` writes it.
+    Only `atlaso_site.job_runs.services` writes it.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from django.utils import timezone
 
+from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.jobs.models import JobRun
 from atlaso_site.lib.paging import Page
 
 

@@ -23,8 +23,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from atlaso_site.lib.jobs import JobSkipped, Progress
-from atlaso_site.lib.jobs.models import LOST, JobRun, Status, lost_after, stalled_after
+from atlaso_site.job_runs import JobSkipped, Progress
+from atlaso_site.job_runs.models import LOST, JobRun, Status, lost_after, stalled_after
 
 logger = logging.getLogger(__name__)
 
