@@ -227,13 +227,20 @@ class PageQuery(Schema):
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
 
 
-class ScopeOut(Schema):
+class BagScopeOut(Schema):
+    """The six facets that key a bag (the deposit's scope without its note)."""
+
     model: str | None
     dataset: str | None
     env: str | None
     version: str | None
     n: int | None
     seed: int | None
+
+
+class ScopeOut(BagScopeOut):
+    """A deposit's scope: the six facets and the free-text note."""
+
     note: str | None
 
 

@@ -8,6 +8,7 @@ from ninja import Header, Query, Router, Status
 from atlaso_site.access.api_keys import require
 from atlaso_site.lib.errors import IMMUTABLE, AtlasoError, invalid
 from atlaso_site.wire import DepositDetailOut, UserId, UuidText, with_errors
+from deposits.domain.validation import validate_bulk, validate_correction, validate_deposit
 from deposits.schemas import (
     AddManyResultOut,
     AddResultOut,
@@ -53,10 +54,9 @@ def add_deposit(
 ):
     """Add one deposit. A repeat with the same idempotency key within 24 h is a replay (200)."""
     require(request, "write", user_id)
-    data = payload.model_dump(exclude={"idempotency_key"})
+    draft = validate_deposit(user_id, payload.model_dump(exclude={"idempotency_key"}))
     result = services.deposit_add(
-        user_id=user_id,
-        data=data,
+        draft=draft,
         channel=_channel(request),
         idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )
@@ -68,9 +68,8 @@ def add_deposits_bulk(request: HttpRequest, user_id: UserId, payload: BulkIn):
     """Add up to 1000 deposits, each with its own idempotency key."""
     require(request, "write", user_id)
     items = [item.model_dump(exclude_unset=False) for item in payload.items]
-    result = services.deposit_add_many(
-        user_id=user_id, items=items, on_gate_reject=payload.on_gate_reject, channel=_channel(request)
-    )
+    bulk = validate_bulk(user_id, items, payload.on_gate_reject)
+    result = services.deposit_add_many(bulk=bulk, channel=_channel(request))
     return Status(200, result)
 
 
@@ -85,10 +84,11 @@ def contradict(
 ):
     """Write a correction that supersedes earlier deposits; they stay readable, now superseded."""
     require(request, "write", user_id)
-    data = payload.model_dump(exclude={"idempotency_key"}, exclude_unset=True)
+    correction = validate_correction(
+        user_id, payload.model_dump(exclude={"idempotency_key"}, exclude_unset=True)
+    )
     result = services.deposit_contradict(
-        user_id=user_id,
-        data=data,
+        correction=correction,
         channel=_channel(request),
         idempotency_key=_key(payload.idempotency_key, idempotency_key),
     )

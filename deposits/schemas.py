@@ -12,6 +12,7 @@ from atlaso_site.lib.paging import MAX_OFFSET
 from atlaso_site.wire import (
     NO_NUL,
     NOT_BLANK,
+    BagScopeOut,
     DepositDetailOut,
     DepositOut,
     EvidenceGrade,
@@ -37,6 +38,7 @@ from deposits.domain.types import FACETS
 from deposits.domain.validation import (
     INT_FACET_RANGE,
     MAX_ARTIFACT,
+    MAX_BULK_ITEMS,
     MAX_CONTENT,
     MAX_CONTRADICTS,
     MAX_FACET,
@@ -46,7 +48,6 @@ from deposits.domain.validation import (
     MAX_REASON,
     MAX_TAG,
 )
-from deposits.services.deposits import MAX_BULK_ITEMS
 
 # Body fields: the schema states each rule of deposits.domain.validation, which checks it.
 # validate_deposit allows a `contradicts` entry (a deposit id) up to 64 characters.
@@ -306,15 +307,6 @@ class CountsOut(Schema):
     negative: int
     cautionary: int
     open: int
-
-
-class BagScopeOut(Schema):
-    model: str | None
-    dataset: str | None
-    env: str | None
-    version: str | None
-    n: int | None
-    seed: int | None
 
 
 class BagOut(OutSchema):

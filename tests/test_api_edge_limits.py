@@ -11,9 +11,8 @@ from django.conf import settings
 from django.test import override_settings
 
 from atlaso_site.middleware import MAX_QUERY_STRING
-from deposits.domain.validation import MAX_CONTENT
+from deposits.domain.validation import MAX_BULK_ITEMS, MAX_CONTENT
 from deposits.models import Deposit
-from deposits.services.deposits import MAX_BULK_ITEMS
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db

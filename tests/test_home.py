@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deposits.domain.validation import validate_deposit
 from deposits.services.deposits import deposit_add
 from tests.cast import make_login
 
@@ -31,7 +32,7 @@ def test_reviewers_and_operators_see_the_overview(client, role):
 
 
 def test_the_overview_counts_what_is_stored_and_links_to_the_api_docs(client):
-    deposit_add(user_id="alice", data={"content": "Alice prefers oat milk"}, channel="agent-a")
+    deposit_add(draft=validate_deposit("alice", {"content": "Alice prefers oat milk"}), channel="agent-a")
     client.force_login(make_login("reviewer"))
     text = client.get("/").content.decode()
     assert "1 live deposit in 1 bag for" in text and "1 memory owner</a>" in text

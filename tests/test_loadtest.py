@@ -13,6 +13,7 @@ from django.db import connection
 
 from atlaso_site.bench.management.commands import loadtest
 from beliefs.models import ApiKey
+from deposits.domain.validation import validate_deposit
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_add, deposit_retract
 
@@ -64,7 +65,8 @@ def a_write_lost_and_one_stored_twice(monkeypatch: pytest.MonkeyPatch) -> dict[s
             }
             scope = {"model": copied.scope_model, "dataset": copied.scope_dataset, "env": copied.scope_env}
             deposit_add(
-                user_id=owner, data=fields | {"scope": scope, "task_id": copied.task_id}, channel="loadtest"
+                draft=validate_deposit(owner, fields | {"scope": scope, "task_id": copied.task_id}),
+                channel="loadtest",
             )
             harmed.update(lost=str(lost.pk), copied=copied.task_id)
         return read_back(connection, owner, run)

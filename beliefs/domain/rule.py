@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -444,23 +444,22 @@ class Verdict:
         return next((m for v, m in self.distribution if normalize_value(v) == key), 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the verdict as stored beside a calibration outcome (the API's field names)."""
-        return {
-            "kind": "belief_verdict",
-            "belief_key": self.belief_key,
-            "fact": self.fact,
-            "probability": self.probability,
-            "distribution": dict(self.distribution),
-            "unknown_mass": self.unknown_mass,
-            "superseded": list(self.superseded),
-            "contested": list(self.contested),
-            "inert": list(self.inert),
-            "entropy_bits": self.entropy_bits,
-            "is_uncertain": self.is_uncertain,
-            "observation_count": self.observation_count,
-            "effective_count": self.effective_count,
-            "updated_at": _iso(self.updated_at),
-        }
+        """Return the verdict as stored beside a calibration outcome: the API's shape (VerdictOut,
+        pinned to these fields by tests/test_wire_shapes.py), every field in declaration order."""
+        shape: dict[str, Any] = {"kind": "belief_verdict"}
+        for name in _VERDICT_FIELDS:
+            value = getattr(self, name)
+            if name == "distribution":
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, datetime):
+                value = _iso(value)
+            shape[name] = value
+        return shape
+
+
+_VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
 
 
 def decay_weight(state: BeliefState, settings: RuleSettings, now: datetime) -> float:

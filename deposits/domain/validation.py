@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError, invalid
 from atlaso_site.lib.text import first_unstorable, unstorable
 from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
 from beliefs.domain.values import (
@@ -16,6 +16,7 @@ from beliefs.domain.values import (
     clean_content_confidence,
     clean_value,
 )
+from deposits.domain.idempotency import MAX_KEY_LENGTH
 from deposits.domain.types import (
     ENUMS,
     EVIDENCE_GRADES,
@@ -35,6 +36,7 @@ MAX_ARTIFACT = 512
 MAX_CONTRADICTS = 100
 MAX_PROVENANCE = 200
 MAX_REASON = 2000
+MAX_BULK_ITEMS = 1000
 # A 64-bit signed integer is what both databases store for n and seed.
 INT_FACET_RANGE = (-(2**63), 2**63 - 1)
 
@@ -282,4 +284,98 @@ def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
         task_id=_optional_text("task_id", data.get("task_id"), MAX_PROVENANCE),
         repro_status=validate_enum("repro_status", data.get("repro_status"), default=REPRO_STATUSES[0]),
         belief=validate_belief(data.get("belief")),
+    )
+
+
+def validate_idempotency_key(key: Any) -> str | None:
+    """An idempotency key as sent (header or body), or None when none was sent."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
+        raise invalid(
+            "idempotency_key",
+            f"idempotency_key must be 1..{MAX_KEY_LENGTH} characters; compute one with "
+            "idempotency_key(*parts) (see the README)",
+        )
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectionDraft:
+    """A validated correction: the deposit it writes and why it supersedes the ones it lists.
+
+    `inherits_scope`: sent without a scope, it lands in the bag of the first deposit it
+    corrects (the service reads that deposit's scope).
+    """
+
+    draft: DepositDraft
+    reason: str
+    inherits_scope: bool
+
+
+def validate_correction(user_id: str, data: Mapping[str, Any]) -> CorrectionDraft:
+    """Turn a client's correction into a `CorrectionDraft`, or raise the first rule it breaks."""
+    validate_user_id(user_id)
+    reason = validate_reason(data.get("reason"))
+    contradicts = data.get("contradicts")
+    if not isinstance(contradicts, list) or not contradicts:
+        raise DepositValidationError(
+            "contradicts", "contradicts must list at least one id of the deposit(s) this corrects"
+        )
+    draft = validate_deposit(user_id, data)
+    return CorrectionDraft(draft=draft, reason=reason, inherits_scope=data.get("scope") is None)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkItem:
+    """One item of a bulk add as validated: its draft and key, or the error that refused it.
+
+    `sent` is the item as the client sent it, echoed back when the item fails.
+    """
+
+    index: int
+    sent: Mapping[str, Any]
+    draft: DepositDraft | None = None
+    key: str | None = None
+    error: AtlasoError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BulkDraft:
+    """A validated bulk add: the owner, what to do when an item fails, and every item."""
+
+    user_id: str
+    on_gate_reject: str
+    items: tuple[BulkItem, ...]
+
+
+def _bulk_item(index: int, item: Mapping[str, Any], user_id: str) -> BulkItem:
+    try:
+        key = validate_idempotency_key(item.get("idempotency_key"))
+        if key is None:
+            raise invalid(
+                "idempotency_key",
+                "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
+            )
+        return BulkItem(index=index, sent=item, draft=validate_deposit(user_id, item), key=key)
+    except AtlasoError as error:
+        return BulkItem(index=index, sent=item, error=error)
+
+
+def validate_bulk(
+    user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip"
+) -> BulkDraft:
+    """A bulk add's owner, mode and size checked (raising), then each item validated on its own."""
+    validate_user_id(user_id)
+    mode = validate_enum("on_gate_reject", on_gate_reject, default="skip")
+    if len(items) > MAX_BULK_ITEMS:
+        raise invalid(
+            "items",
+            f"items holds {len(items)} entries; at most {MAX_BULK_ITEMS} per call. Send several batches: "
+            "the idempotency keys make retrying any of them safe.",
+        )
+    return BulkDraft(
+        user_id=user_id,
+        on_gate_reject=mode,
+        items=tuple(_bulk_item(index, item, user_id) for index, item in enumerate(items)),
     )

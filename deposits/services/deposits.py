@@ -30,15 +30,18 @@ from beliefs.models import HUMAN_REVIEW_CHANNEL, Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
-from deposits.domain.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
+from deposits.domain.idempotency import WINDOW, payload_fingerprint
 from deposits.domain.types import EVIDENCE_GRADES, FACETS, BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import (
     BeliefClaim,
+    BulkDraft,
+    BulkItem,
+    CorrectionDraft,
     DepositDraft,
-    DepositValidationError,
-    validate_deposit,
+    validate_correction,
     validate_enum,
+    validate_idempotency_key,
     validate_reason,
     validate_scope,
     validate_user_id,
@@ -51,7 +54,6 @@ from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_re
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.sql.bulk import insert_rows
 
-MAX_BULK_ITEMS = 1000
 DEPOSIT_COLUMNS = (
     ("id", "uuid"), ("user_id", "text"), ("bag_id", "text"), ("content", "text"), ("polarity", "text"),
     ("evidence_grade", "text"), ("scope_model", "text"), ("scope_dataset", "text"), ("scope_env", "text"),
@@ -77,6 +79,8 @@ class AddResult:
 
 @dataclass(frozen=True, slots=True)
 class BulkReject:
+    """A bulk item that was not written: its place, the item as sent, and why."""
+
     index: int
     item: Mapping[str, Any]
     error: AtlasoError
@@ -103,18 +107,6 @@ class RetractResult:
     deposit_id: str
     mode: str
     contradicts_preserved: tuple[str, ...] = field(default=())
-
-
-def _validate_key(key: Any) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise invalid(
-            "idempotency_key",
-            f"idempotency_key must be 1..{MAX_KEY_LENGTH} characters; compute one with "
-            "idempotency_key(*parts) (see the README)",
-        )
-    return key
 
 
 # The scope as `asdict` gives it (its fields are plain values), without its deep copy.
@@ -444,12 +436,9 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
     return AddResult(deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=True)
 
 
-def deposit_add(
-    *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
-) -> AddResult:
-    """Add one deposit (through the gate); with a key, a retry within 24 h is a replay."""
-    draft = validate_deposit(user_id, data)
-    return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason="")
+def deposit_add(*, draft: DepositDraft, channel: str | None, idempotency_key: str | None = None) -> AddResult:
+    """Add one validated deposit (through the gate); with a key, a retry within 24 h is a replay."""
+    return _write_one(draft, channel=channel, key=validate_idempotency_key(idempotency_key), reason="")
 
 
 def _inherited_scope(user_id: str, draft: DepositDraft) -> DepositDraft:
@@ -472,38 +461,25 @@ def _inherited_scope(user_id: str, draft: DepositDraft) -> DepositDraft:
 
 
 def deposit_contradict(
-    *, user_id: str, data: Mapping[str, Any], channel: str | None, idempotency_key: str | None = None
+    *, correction: CorrectionDraft, channel: str | None, idempotency_key: str | None = None
 ) -> AddResult:
     """Write a correction that supersedes the listed deposits; scope defaults to the first one's."""
-    validate_user_id(user_id)
-    reason = validate_reason(data.get("reason"))
-    contradicts = data.get("contradicts")
-    if not isinstance(contradicts, list) or not contradicts:
-        raise DepositValidationError(
-            "contradicts", "contradicts must list at least one id of the deposit(s) this corrects"
-        )
-    draft = validate_deposit(user_id, data)
-    if data.get("scope") is None:
-        draft = _inherited_scope(user_id, draft)
-    return _write_one(draft, channel=channel, key=_validate_key(idempotency_key), reason=reason)
+    draft = correction.draft
+    if correction.inherits_scope:
+        draft = _inherited_scope(draft.user_id, draft)
+    key = validate_idempotency_key(idempotency_key)
+    return _write_one(draft, channel=channel, key=key, reason=correction.reason)
 
 
-def _bulk_item(index: int, item: Mapping[str, Any], user_id: str) -> _Pending | BulkReject:
-    """One bulk item validated and judged by the gate, or the reason it was refused."""
-    try:
-        key = _validate_key(item.get("idempotency_key"))
-        if key is None:
-            raise invalid(
-                "idempotency_key",
-                "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
-            )
-        draft = validate_deposit(user_id, item)
-    except AtlasoError as error:
-        return BulkReject(index=index, item=item, error=error)
-    rejection = _gate(draft)
+def _judged(item: BulkItem) -> _Pending | BulkReject:
+    """A validated bulk item judged by the gate: on its way to the batch, or the reason it was refused."""
+    if item.draft is None:
+        assert item.error is not None
+        return BulkReject(index=item.index, item=item.sent, error=item.error)
+    rejection = _gate(item.draft)
     if rejection is not None:
-        return BulkReject(index=index, item=item, error=rejection)
-    return _Pending(draft=draft, key=key)
+        return BulkReject(index=item.index, item=item.sent, error=rejection)
+    return _Pending(draft=item.draft, key=item.key)
 
 
 def _write_bulk(user_id: str, pending: Sequence[_Pending], *, channel: str | None, now: datetime) -> None:
@@ -545,24 +521,15 @@ def _bulk_result(
     )
 
 
-def deposit_add_many(
-    *, user_id: str, items: Sequence[Mapping[str, Any]], on_gate_reject: str = "skip", channel: str | None
-) -> AddManyResult:
-    """Add up to 1000 items, each with its own key; skip-and-report, or all-or-nothing.
+def deposit_add_many(*, bulk: BulkDraft, channel: str | None) -> AddManyResult:
+    """Add up to 1000 validated items, each with its own key; skip-and-report, or all-or-nothing.
 
-    Validation and the gate run first, in Python; the accepted items are then written in one
-    batch. Should the batch hit a database error, the items are retried one by one, each in
-    its own savepoint, so one bad item cannot take the others down.
+    The gate runs first, in Python; the accepted items are then written in one batch. Should
+    the batch hit a database error, the items are retried one by one, each in its own
+    savepoint, so one bad item cannot take the others down.
     """
-    validate_user_id(user_id)
-    mode = validate_enum("on_gate_reject", on_gate_reject, default="skip")
-    if len(items) > MAX_BULK_ITEMS:
-        raise invalid(
-            "items",
-            f"items holds {len(items)} entries; at most {MAX_BULK_ITEMS} per call. Send several batches: "
-            "the idempotency keys make retrying any of them safe.",
-        )
-    judged = [_bulk_item(index, item, user_id) for index, item in enumerate(items)]
+    user_id, mode, sent = bulk.user_id, bulk.on_gate_reject, [item.sent for item in bulk.items]
+    judged = [_judged(item) for item in bulk.items]
     failed = [j for j in judged if isinstance(j, BulkReject)]
     pending = {index: j for index, j in enumerate(judged) if isinstance(j, _Pending)}
     if failed and mode == "abort":
@@ -571,7 +538,7 @@ def deposit_add_many(
     with transaction.atomic():
         _write_bulk(user_id, list(pending.values()), channel=channel, now=now)
         failed += [
-            BulkReject(index=index, item=items[index], error=p.outcome[1])
+            BulkReject(index=index, item=sent[index], error=p.outcome[1])
             for index, p in pending.items()
             if p.outcome is not None and p.outcome[0] == "failed"
         ]
@@ -689,7 +656,7 @@ def bag_resolve(*, user_id: str, bag_id: str, keep: Sequence[str], reason: str, 
             "author_role": "reviewer",
             "reason": reason,
         }
-        return deposit_contradict(user_id=user_id, data=data, channel=HUMAN_REVIEW_CHANNEL)
+        return deposit_contradict(correction=validate_correction(user_id, data), channel=HUMAN_REVIEW_CHANNEL)
 
 
 def recall_record(*, user_id: str, results: SearchResults, now: datetime | None = None) -> None:

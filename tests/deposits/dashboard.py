@@ -9,6 +9,7 @@ from typing import Any
 from django.test import Client
 
 from beliefs.services import channel_get_or_create
+from deposits.domain.validation import validate_deposit
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_add
 from tests.cast import make_login
@@ -63,7 +64,7 @@ def write(
         **extra,
     }
     with clock(at):
-        return deposit_add(user_id=user, data=data, channel=CHANNEL).id
+        return deposit_add(draft=validate_deposit(user, data), channel=CHANNEL).id
 
 
 def split(

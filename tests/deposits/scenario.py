@@ -11,6 +11,7 @@ from unittest import mock
 
 from django.utils import timezone
 
+from deposits.domain.validation import validate_bulk, validate_correction, validate_deposit
 from deposits.selectors.recall import SearchResult, SearchResults
 from deposits.services.deposits import deposit_add, deposit_add_many, deposit_contradict, deposit_retract
 
@@ -52,7 +53,9 @@ def put(
     **extra: Any,
 ) -> str:
     with clock(at):
-        return deposit_add(user_id=user, data=claim(polarity, content, scope, **extra), channel=None).id
+        return deposit_add(
+            draft=validate_deposit(user, claim(polarity, content, scope, **extra)), channel=None
+        ).id
 
 
 def put_many(
@@ -66,7 +69,7 @@ def put_many(
                 {**body, "idempotency_key": f"scenario-{uuid.uuid4()}"}
                 for body in bodies[start : start + BULK_BATCH]
             ]
-            result = deposit_add_many(user_id=user, items=batch, channel=None)
+            result = deposit_add_many(bulk=validate_bulk(user, batch), channel=None)
             assert not result.failed, result.failed
             ids += [record.id for record in result.committed]
     return ids
@@ -90,7 +93,7 @@ def correct(
         "artifact_refs": ["s3://runs/2"],
     }
     with clock(at):
-        return deposit_contradict(user_id=user, data=data, channel=None).id
+        return deposit_contradict(correction=validate_correction(user, data), channel=None).id
 
 
 def retract(deposit_id: str, *, user: str = "alice") -> None:

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from deposits.domain.validation import validate_bulk, validate_deposit
 from deposits.models import ScopeBag
 from deposits.selectors.recall import recall
 from deposits.services.deposits import deposit_add, deposit_add_many
@@ -26,9 +27,11 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
         for i in range(160)
     ]
     for start in range(0, len(items), 40):
-        result = deposit_add_many(user_id="wide", items=items[start : start + 40], channel="agent-a")
+        result = deposit_add_many(bulk=validate_bulk("wide", items[start : start + 40]), channel="agent-a")
         assert not result.failed
-    added = deposit_add(user_id="wide", data=claim("negative", "marker disputed", SCOPE), channel="agent-a")
+    added = deposit_add(
+        draft=validate_deposit("wide", claim("negative", "marker disputed", SCOPE)), channel="agent-a"
+    )
     assert added.deposit.polarity == "negative"
 
     from django.db import connection

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deposits.domain.types import POLARITIES
+from deposits.domain.validation import validate_bulk
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.services.deposits import deposit_add_many, deposit_retract
 from deposits.services.episodes import episodes_open_existing
@@ -77,7 +78,7 @@ def test_a_bulk_write_opens_one_episode_per_bag_it_splits():
         for i, scope in enumerate(SCOPES[:2])
         for polarity in ("positive", "negative")
     ]
-    result = deposit_add_many(user_id="alice", items=items, channel=None)
+    result = deposit_add_many(bulk=validate_bulk("alice", items), channel=None)
     assert not result.failed
     assert open_bags() == conflict_bags() and len(open_bags()) == 2
 

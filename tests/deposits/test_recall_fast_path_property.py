@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from deposits.domain.recall import query_words, slice_hits
 from deposits.domain.types import POLARITIES
+from deposits.domain.validation import validate_bulk
 from deposits.models import Deposit
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
@@ -81,7 +82,7 @@ def _write(owner: str, deposits: list, changes: list) -> None:
         by_age.setdefault(age, []).append({**body, "idempotency_key": f"{owner}-{number}"})
     for age, items in sorted(by_age.items(), reverse=True):
         with clock(now - timedelta(days=age)):
-            assert not deposit_add_many(user_id=owner, items=items, channel=None).failed
+            assert not deposit_add_many(bulk=validate_bulk(owner, items), channel=None).failed
     written = [
         str(pk)
         for pk in Deposit.objects.filter(user_id=owner)

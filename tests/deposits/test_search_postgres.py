@@ -14,6 +14,7 @@ from django.utils import timezone
 
 import deposits.search.postgres as postgres
 from deposits.domain.recall import query_words, slice_hits
+from deposits.domain.validation import validate_bulk, validate_correction
 from deposits.search import SearchRequest
 from deposits.search.base import SearchBackend
 from deposits.search.postgres import PostgresBackend, or_lexemes, walk_plan
@@ -50,7 +51,7 @@ def store(on_postgres: None) -> None:
             )
             items.append({**body, "idempotency_key": f"k-{batch}-{i}"})
         with clock(now - timedelta(days=rng.uniform(0, 200), minutes=batch)):
-            deposit_add_many(user_id="owner", items=items, channel="agent-a")
+            deposit_add_many(bulk=validate_bulk("owner", items), channel="agent-a")
     from deposits.models import Deposit
 
     rows = list(Deposit.objects.filter(user_id="owner").order_by("created_at", "id"))
@@ -58,12 +59,14 @@ def store(on_postgres: None) -> None:
         deposit_retract(user_id="owner", deposit_id=str(row.pk))
     for row in rows[20:30]:
         deposit_contradict(
-            user_id="owner",
-            data={
-                **claim("positive", f"correction of {row.pk}"),
-                "contradicts": [str(row.pk)],
-                "reason": "re-measured",
-            },
+            correction=validate_correction(
+                "owner",
+                {
+                    **claim("positive", f"correction of {row.pk}"),
+                    "contradicts": [str(row.pk)],
+                    "reason": "re-measured",
+                },
+            ),
             channel="agent-a",
         )
 
@@ -113,7 +116,7 @@ def test_the_walk_stops_before_the_oldest_matches_when_newer_ones_fill_every_cla
     for moment, bodies in ((now - timedelta(days=3000), old), (now - timedelta(hours=1), new)):
         items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
         with clock(moment):
-            deposit_add_many(user_id="owner", items=items, channel="agent-a")
+            deposit_add_many(bulk=validate_bulk("owner", items), channel="agent-a")
     request = request_for("threshold", 10)
     with path("walk"), CaptureQueriesContext(connection) as queries:
         candidates, _, _ = PostgresBackend().search(request)
@@ -129,7 +132,7 @@ def item(polarity: str, content: str, env: str, key: str) -> dict:
 
 def written(ago: timedelta, items: list[dict]) -> list:
     with clock(timezone.now() - ago):
-        return deposit_add_many(user_id="owner", items=items, channel="agent-a").committed
+        return deposit_add_many(bulk=validate_bulk("owner", items), channel="agent-a").committed
 
 
 def both_ways(plan: str, query: str, limit: int) -> tuple[list[str], list[str]]:
@@ -256,7 +259,7 @@ def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
     for moment, bodies in ((now - timedelta(days=1), rich), (now - timedelta(hours=1), plain)):
         items = [{**body, "idempotency_key": f"{moment}-{i}"} for i, body in enumerate(bodies)]
         with clock(moment):
-            deposit_add_many(user_id="owner", items=items, channel="agent-a")
+            deposit_add_many(bulk=validate_bulk("owner", items), channel="agent-a")
     for limit in range(1, 6):
         request = request_for("drift canary", limit)
         walked, _, _ = SearchBackend.search(PostgresBackend(), request)

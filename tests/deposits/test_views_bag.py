@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from deposits.domain.validation import validate_correction
 from deposits.models import Deposit, ScopeBag
 from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import logged_in, split, write
@@ -26,7 +27,7 @@ def correct(user: str, old: str, content: str, reason: str) -> str:
         "reason": reason,
         "author": "agent-9",
     }
-    return deposit_contradict(user_id=user, data=data, channel=None).id
+    return deposit_contradict(correction=validate_correction(user, data), channel=None).id
 
 
 def test_it_groups_deposits_by_polarity_with_provenance_and_marks_the_superseded():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deposits.domain.validation import validate_correction
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import logged_in, split, write
@@ -23,7 +24,7 @@ def chain() -> tuple[str, str, str]:
             "content": content, "polarity": "positive", "evidence_grade": "verified",
             "artifact_refs": ["s3://runs/2"], "contradicts": [ids[-1]], "reason": reason,
         }  # fmt: skip
-        ids.append(deposit_contradict(user_id="alice", data=data, channel=None).id)
+        ids.append(deposit_contradict(correction=validate_correction("alice", data), channel=None).id)
     return ids[0], ids[1], ids[2]
 
 
@@ -127,9 +128,8 @@ def test_the_deposit_page_takes_a_fixed_number_of_queries(django_assert_max_num_
     _old, middle, _new = chain()
     for i in range(10):
         deposit_contradict(
-            user_id="alice",
-            data={"content": f"also {i}", "polarity": "positive", "evidence_grade": "verified",
-                  "artifact_refs": ["s3://x"], "contradicts": [middle], "reason": f"why {i}"},
+            correction=validate_correction("alice", {"content": f"also {i}", "polarity": "positive", "evidence_grade": "verified",
+                  "artifact_refs": ["s3://x"], "contradicts": [middle], "reason": f"why {i}"}),
             channel=None,
         )  # fmt: skip
     client = logged_in("operator")

@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 import pytest
 from django.utils.html import escape
 
+from deposits.domain.validation import validate_correction
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_contradict, deposit_retract
 from tests.deposits.dashboard import XSS, logged_in, write
@@ -28,7 +29,7 @@ def hostile() -> dict[str, str]:
         "content": f"{SCRIPT} threshold fails", "polarity": "negative", "evidence_grade": "verified",
         "artifact_refs": [SCRIPT], "contradicts": [second], "reason": IMG, "author": IMG,
     }  # fmt: skip
-    third = deposit_contradict(user_id="alice", data=data, channel=None).id
+    third = deposit_contradict(correction=validate_correction("alice", data), channel=None).id
     deposit_retract(user_id="alice", deposit_id=second, reason=SCRIPT)
     bag = Deposit.objects.get(pk=first).bag_id
     return {"first": first, "second": second, "third": third, "bag": bag}

@@ -10,6 +10,7 @@ from django.utils import timezone
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.job_runs.services import job_record
 from beliefs.services import channel_get_or_create
+from deposits.domain.validation import validate_deposit
 from deposits.services.deposits import deposit_add
 from diagnostics.models import Snapshot
 from tests.cast import make_login
@@ -44,8 +45,9 @@ def belief(
     """A deposit carrying a belief; `user_direct` asserts it, `web_fetch` leaves it uncertain."""
     channel = channel_get_or_create(name=f"test-{tier}", tier_name=tier).name
     deposit_add(
-        user_id=user,
-        data={"content": f"{user} takes {value}", "belief": {"key": key, "value": value}},
+        draft=validate_deposit(
+            user, {"content": f"{user} takes {value}", "belief": {"key": key, "value": value}}
+        ),
         channel=channel,
     )
 

@@ -6,6 +6,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from deposits.domain.validation import validate_correction
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_contradict
 from tests.deposits.dashboard import XSS, split, write
@@ -15,10 +16,9 @@ from tests.e2e.browser import login, screenshot
 def test_a_reviewer_retracts_after_confirming_and_has_no_erase(page: Page, live_server):
     bag = split(positives=2, negatives=1)
     newer = deposit_contradict(
-        user_id="alice",
-        data={"content": "threshold 0.7 fails only on the old set", "polarity": "positive",
+        correction=validate_correction("alice", {"content": "threshold 0.7 fails only on the old set", "polarity": "positive",
               "evidence_grade": "verified", "artifact_refs": ["s3://runs/9"],
-              "contradicts": [bag.negative[0]], "reason": "the failing run used the old set"},
+              "contradicts": [bag.negative[0]], "reason": "the failing run used the old set"}),
         channel=None,
     ).id  # fmt: skip
     dialogs: list[str] = []

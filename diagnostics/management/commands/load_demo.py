@@ -20,6 +20,7 @@ from atlaso_site.job_runs.models import Trigger
 from atlaso_site.lib.errors import AtlasoError
 from beliefs.services import belief_confirm, channel_get_or_create
 from deposits.domain.idempotency import idempotency_key
+from deposits.domain.validation import validate_correction, validate_deposit
 from deposits.models import Deposit, RecallLog
 from deposits.selectors.recall import recall
 from deposits.services.deposits import bag_resolve, deposit_add, deposit_contradict, recall_record
@@ -166,8 +167,7 @@ class Command(BaseCommand):
     def _add(self, user_id: str, data: dict[str, Any], channel: str) -> bool:
         """Write one demo deposit; True when it is new."""
         result = deposit_add(
-            user_id=user_id,
-            data=data,
+            draft=validate_deposit(user_id, data),
             channel=channel,
             idempotency_key=idempotency_key("demo", user_id, data["content"]),
         )
@@ -188,8 +188,7 @@ class Command(BaseCommand):
             data.pop("corrects")
             try:
                 result = deposit_contradict(
-                    user_id=user_id,
-                    data=data,
+                    correction=validate_correction(user_id, data),
                     channel=channel,
                     idempotency_key=idempotency_key("demo", user_id, correction["content"]),
                 )
