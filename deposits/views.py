@@ -7,14 +7,11 @@ parts are `{% partialdef %}` blocks of its own template, rendered alone when `re
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import wraps
-from math import ceil
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,23 +20,30 @@ from django_htmx.http import push_url, reswap, retarget
 
 from atlaso_site.access.roles import OPERATOR, require_role, reviewer_required
 from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
-from atlaso_site.lib.user_ids import is_user_id
+from atlaso_site.lib.paging import Page
+from atlaso_site.ui.pages import NO_OWNER, Pager, flash, offset_of, owner_view, template_for
 from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.bags import bag_id as bag_id_of
 from deposits.domain.recall import MAX_LIMIT
-from deposits.domain.types import DIRECTIONAL, FACETS, INT_FACETS, POLARITIES
+from deposits.domain.types import DIRECTIONAL, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
+from deposits.forms import (
+    DEFAULT_RECALL_LIMIT,
+    QUEUE_PAGE_SIZE,
+    EraseForm,
+    QueueFilter,
+    QueueResolveForm,
+    ReasonForm,
+    RecallForm,
+    ResolveForm,
+    RetractForm,
+)
 from deposits.selectors.bags import QueueItem, bag_detail, conflict_queue, queue_item
 from deposits.selectors.deposits import Edge, channel_tiers, deposit_detail, edges_touching, owner_exists
 from deposits.selectors.recall import SearchResults, recall
 from deposits.services.deposits import AddResult, bag_resolve, deposit_retract
 
 logger = logging.getLogger(__name__)
-
-QUEUE_PAGE_SIZE = 20
-DEFAULT_RECALL_LIMIT = 10
-
-type View = Callable[..., HttpResponse]
 
 
 # ---- What the templates show: records joined with what a template cannot look up ----------
@@ -57,7 +61,7 @@ class Row:
     @property
     def keepable(self) -> bool:
         """A live directional deposit: what Resolve offers to keep."""
-        return self.deposit.state == "live" and self.deposit.polarity in DIRECTIONAL
+        return self.deposit.is_live and self.deposit.polarity in DIRECTIONAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,25 +78,12 @@ class Group:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolveForm:
-    """What a reviewer sent to Resolve, kept to show it again beside the error."""
-
-    keep: frozenset[str] = frozenset()
-    reason: str = ""
-    error: AtlasoError | None = None
-
-    @property
-    def error_field(self) -> str | None:
-        return self.error.details.get("field") if self.error else None
-
-
-@dataclass(frozen=True, slots=True)
 class QueueEntry:
     """A queue item as shown: its sides with tiers, and the Resolve form (refilled after an error)."""
 
     item: QueueItem
     sides: tuple[Group, ...]
-    form: ResolveForm = ResolveForm()
+    form: ResolveForm = field(default_factory=ResolveForm)
 
     @property
     def resolvable_here(self) -> bool:
@@ -126,38 +117,9 @@ def _groups(rows: Iterable[Row], counts: BagStats, polarities: Sequence[str]) ->
     return tuple(group for group in groups if group.rows or group.live)
 
 
-def _form_status(request: HttpRequest, failed: object | None) -> int:
+def _form_status(request: HttpRequest, failed: bool) -> int:
     """422 for a whole page re-shown with a form's error; htmx swaps only 2xx (templates/base.html)."""
-    return 422 if failed is not None and not request.htmx else 200
-
-
-def _text(value: str | None) -> str:
-    # PostgreSQL refuses NUL in text; no stored value holds one, so dropping it changes no meaning.
-    return (value or "").replace("\x00", "")
-
-
-# ---- Not found -----------------------------------------------------------------------------
-
-
-def _not_found(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "deposits/not_found.html", {"message": message}, status=404)
-
-
-def owner_view(view: View) -> View:
-    """An owner's page: a user_id that breaks the rule, or anything not found, is a 404 in the frame."""
-
-    @wraps(view)
-    def checked(request: HttpRequest, user_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_user_id(user_id):
-            return _not_found(request, "No memory owner has this id.")
-        try:
-            return view(request, user_id, *args, **kwargs)
-        except AtlasoError as error:
-            if error.code != NOT_FOUND:
-                raise
-            return _not_found(request, error.message)
-
-    return checked
+    return 422 if failed and not request.htmx else 200
 
 
 def _bag_id(user_id: str, bag_id: str) -> str:
@@ -169,23 +131,24 @@ def _bag_id(user_id: str, bag_id: str) -> str:
 # ---- Resolve (the queue and the bag page share it) ----------------------------------------
 
 
-def _resolve(request: HttpRequest, user_id: str, bag_id: str) -> ResolveForm:
-    """Run the resolution the form asks for; the form back, with the error when it failed."""
-    form = ResolveForm(keep=frozenset(request.POST.getlist("keep")), reason=_text(request.POST.get("reason")))
+def _resolve(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm) -> bool:
+    """Run the resolution the form asks for; False, with the refusal on the form, when it failed."""
+    form.is_valid()  # the form refuses nothing itself: the service judges what was sent
     try:
         result = bag_resolve(
             user_id=user_id,
             bag_id=bag_id,
-            keep=sorted(form.keep),
-            reason=form.reason,
+            keep=sorted(form.kept),
+            reason=form.cleaned_data["reason"],
             reviewer=request.user.get_username(),
         )
     except AtlasoError as error:
         if error.code == NOT_FOUND:
             raise
-        return ResolveForm(keep=form.keep, reason=form.reason, error=error)
-    messages.success(request, _resolved_message(user_id, result))
-    return form
+        form.refuse(error)
+        return False
+    flash(request, _resolved_message(user_id, result))
+    return True
 
 
 def _resolved_message(user_id: str, result: AddResult) -> str:
@@ -202,19 +165,12 @@ def _resolved_message(user_id: str, result: AddResult) -> str:
 # ---- The conflict queue --------------------------------------------------------------------
 
 
-def _queue_params(params: QueryDict) -> tuple[str, int]:
-    owner = _text(params.get("owner")).strip()[:128]
-    raw = params.get("page", "")
-    number = int(raw) if raw.isdigit() and 0 < int(raw) < 10**6 else 1
-    return owner, number
-
-
 def _queue_url(owner: str, number: int) -> str:
     query = {key: value for key, value in (("owner", owner), ("page", number)) if value and value != 1}
     return reverse("deposits:conflicts") + (f"?{urlencode(query)}" if query else "")
 
 
-def _queue_entry(item: QueueItem, form: ResolveForm = ResolveForm()) -> QueueEntry:
+def _queue_entry(item: QueueItem, form: ResolveForm) -> QueueEntry:
     return QueueEntry(item=item, sides=_groups(_rows(item.deposits), item.bag.stats, DIRECTIONAL), form=form)
 
 
@@ -234,41 +190,52 @@ def _queue_entries(items: Sequence[QueueItem], failed: QueueEntry | None) -> lis
     return entries
 
 
+def _queue_page(owner: str, number: int) -> Page[QueueItem]:
+    return conflict_queue(
+        owner_prefix=owner, limit=QUEUE_PAGE_SIZE, offset=offset_of(number, QUEUE_PAGE_SIZE)
+    )
+
+
+def _queue_pager(request: HttpRequest, page: Page[QueueItem], owner: str) -> Pager:
+    """The queue's pager; answering a Resolve, its links keep the filter the form sent."""
+    query = None
+    if request.method != "GET":  # a POST's own query is empty: the queue it came from is in its form
+        query = QueryDict(mutable=True)
+        if owner:
+            query["owner"] = owner
+    return Pager.of(request, page, path=reverse("deposits:conflicts"), noun="conflict", query=query)
+
+
 def _queue(request: HttpRequest, owner: str, number: int, failed: QueueEntry | None = None) -> HttpResponse:
     """The queue page (htmx: its list alone); `failed` is a resolution to show again with its error."""
-    page = conflict_queue(owner_prefix=owner, limit=QUEUE_PAGE_SIZE, offset=(number - 1) * QUEUE_PAGE_SIZE)
-    pages = max(1, ceil(page.total / QUEUE_PAGE_SIZE))
-    asked = number
-    if number > pages:  # past the end (the last item of the last page was resolved): the last page
-        number = pages
-        page = conflict_queue(
-            owner_prefix=owner, limit=QUEUE_PAGE_SIZE, offset=(number - 1) * QUEUE_PAGE_SIZE
-        )
-    if number != asked and request.method == "GET" and not request.htmx:
-        return redirect(_queue_url(owner, number))
+    page = _queue_page(owner, number)
+    pager = _queue_pager(request, page, owner)
+    if pager.number > pager.pages:  # past the end (the last item of the last page was resolved)
+        if request.method == "GET" and not request.htmx:
+            return redirect(_queue_url(owner, pager.pages))
+        page = _queue_page(owner, pager.pages)
+        pager = _queue_pager(request, page, owner)
     context = {
         "page": page,
+        "pager": pager,
         "entries": _queue_entries(page.items, failed),
         "owner": owner,
-        "number": number,
-        "pages": pages,
-        "first": page.offset + 1,
-        "last": page.offset + len(page.items),
-        "previous_url": _queue_url(owner, number - 1) if number > 1 else None,
-        "next_url": _queue_url(owner, number + 1) if page.has_next else None,
+        "number": pager.number,
     }
     if request.htmx:
         response = render(request, "deposits/conflicts.html#queue", context)
-        if number != asked:
-            push_url(response, _queue_url(owner, number))
+        if pager.number != number:
+            push_url(response, _queue_url(owner, pager.number))
         return response
-    return render(request, "deposits/conflicts.html", context, status=_form_status(request, failed))
+    return render(
+        request, "deposits/conflicts.html", context, status=_form_status(request, failed is not None)
+    )
 
 
 @reviewer_required
 @require_GET
 def conflicts(request: HttpRequest) -> HttpResponse:
-    owner, number = _queue_params(request.GET)
+    owner, number = QueueFilter(request.GET).queue()
     return _queue(request, owner, number)
 
 
@@ -278,9 +245,9 @@ def conflicts(request: HttpRequest) -> HttpResponse:
 def queue_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """Resolve from the queue: the queue again, without the bag (htmx: in place)."""
     bag_id = _bag_id(user_id, bag_id)
-    owner, number = _queue_params(request.POST)
-    form = _resolve(request, user_id, bag_id)
-    if form.error is None:
+    form = QueueResolveForm(request.POST)
+    owner, number = form.queue()
+    if _resolve(request, user_id, bag_id, form):
         if request.htmx:
             return _queue(request, owner, number)
         return redirect(_queue_url(owner, number))
@@ -295,19 +262,20 @@ def queue_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespon
 # ---- The bag page --------------------------------------------------------------------------
 
 
-def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm = ResolveForm()) -> HttpResponse:
+def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm | None = None) -> HttpResponse:
+    """The bag page (htmx: the bag alone); `form` a refused resolution to show again with its error."""
     bag = bag_detail(user_id=user_id, bag_id=_bag_id(user_id, bag_id))
     edges = edges_touching(user_id=user_id, deposit_ids=[d.id for d in bag.deposits])
-    rows = _rows(bag.deposits, edges)
+    groups = _groups(_rows(bag.deposits, edges), bag.stats, POLARITIES)
     context = {
         "bag": bag,
-        "groups": _groups(rows, bag.stats, POLARITIES),
+        "groups": groups,
         "edges": edges,
-        "superseded": sum(1 for d in bag.deposits if d.state == "superseded"),
-        "form": form,
+        "superseded": sum(group.superseded for group in groups),
+        "form": form or ResolveForm(),
     }
-    template = "deposits/bag.html#bag" if request.htmx else "deposits/bag.html"
-    return render(request, template, context, status=_form_status(request, form.error))
+    template = template_for(request, "deposits/bag.html", "bag")
+    return render(request, template, context, status=_form_status(request, form is not None))
 
 
 @reviewer_required
@@ -322,18 +290,21 @@ def bag(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
 @owner_view
 def bag_resolve_view(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """Resolve on the bag page: the bag page again, showing it resolved (htmx: in place)."""
-    form = _resolve(request, user_id, _bag_id(user_id, bag_id))
-    if form.error is None and not request.htmx:
+    form = ResolveForm(request.POST)
+    if not _resolve(request, user_id, _bag_id(user_id, bag_id), form):
+        return _bag(request, user_id, bag_id, form)
+    if not request.htmx:
         return redirect("deposits:bag", user_id=user_id, bag_id=bag_id)
-    return _bag(request, user_id, bag_id, form if form.error else ResolveForm())
+    return _bag(request, user_id, bag_id)
 
 
 # ---- The deposit page ----------------------------------------------------------------------
 
 
 def _deposit(
-    request: HttpRequest, user_id: str, deposit_id: str, errors: Mapping[str, str] | None = None
+    request: HttpRequest, user_id: str, deposit_id: str, failed: ReasonForm | None = None
 ) -> HttpResponse:
+    """The deposit page; `failed` a Retract or Erase sent without a reason, to show with its error."""
     record = deposit_detail(user_id, deposit_id)
     edges = edges_touching(user_id=user_id, deposit_ids=[record.id])
     (row,) = _rows([record], edges)
@@ -341,10 +312,10 @@ def _deposit(
         "row": row,
         "deposit": record,
         "bag_id": bag_id_of(user_id, record.scope),
-        "errors": errors or {},
-        "reason": _text(request.POST.get("reason")) if errors else "",
+        "retract_form": failed if isinstance(failed, RetractForm) else RetractForm(),
+        "erase_form": failed if isinstance(failed, EraseForm) else EraseForm(),
     }
-    return render(request, "deposits/deposit.html", context, status=_form_status(request, errors))
+    return render(request, "deposits/deposit.html", context, status=_form_status(request, failed is not None))
 
 
 @reviewer_required
@@ -354,23 +325,18 @@ def deposit(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse
     return _deposit(request, user_id, deposit_id)
 
 
-def _reason(request: HttpRequest) -> str:
-    return _text(request.POST.get("reason")).strip()
-
-
 @reviewer_required
 @require_POST
 @owner_view
 def deposit_retract_view(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
     """Soft-retract: kept for audit, no longer counted; back to the deposit page."""
-    reason = _reason(request)
-    if not reason:
+    form = RetractForm(request.POST)
+    if not form.is_valid():
         deposit_detail(user_id, deposit_id)  # an unknown deposit is a 404 before a form error
-        return _deposit(request, user_id, deposit_id, {"retract": "Say why this deposit is retracted."})
+        return _deposit(request, user_id, deposit_id, form)
+    reason = form.cleaned_data["reason"]
     result = deposit_retract(user_id=user_id, deposit_id=deposit_id, mode="soft", reason=reason)
-    messages.success(
-        request, f"Retracted deposit {result.deposit_id}: it no longer counts in its bag or recall."
-    )
+    flash(request, f"Retracted deposit {result.deposit_id}: it no longer counts in its bag or recall.")
     return redirect("deposits:deposit", user_id=user_id, deposit_id=result.deposit_id)
 
 
@@ -380,65 +346,19 @@ def deposit_retract_view(request: HttpRequest, user_id: str, deposit_id: str) ->
 def deposit_erase_view(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
     """Hard erase (operators only): the row, its index entry and edges go; to the owner page."""
     require_role(request, OPERATOR)
-    reason = _reason(request)
-    if not reason:
+    form = EraseForm(request.POST)
+    if not form.is_valid():
         deposit_detail(user_id, deposit_id)
-        return _deposit(request, user_id, deposit_id, {"erase": "Say why this deposit is erased."})
+        return _deposit(request, user_id, deposit_id, form)
+    reason = form.cleaned_data["reason"]
     deposit_retract(user_id=user_id, deposit_id=deposit_id, mode="hard", reason=reason)
     # The row is gone, and with it any place to keep the reason: the log is the record of who and why.
     logger.info("deposit %s of %s erased by %s: %r", deposit_id, user_id, request.user.get_username(), reason)
-    messages.success(request, f"Erased deposit {deposit_id} of {user_id}: it and its edges are gone.")
-    return redirect(f"/owners/{user_id}/")
+    flash(request, f"Erased deposit {deposit_id} of {user_id}: it and its edges are gone.")
+    return redirect("diagnostics:owner", user_id=user_id)
 
 
 # ---- The recall playground -----------------------------------------------------------------
-
-
-@dataclass
-class RecallForm:
-    """The playground's query as typed, and an error per field."""
-
-    q: str = ""
-    limit: str = str(DEFAULT_RECALL_LIMIT)
-    facets: dict[str, str] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def facet_fields(self) -> list[dict[str, Any]]:
-        return [
-            {"name": name, "value": value, "numeric": name in INT_FACETS, "error": self.errors.get(name)}
-            for name, value in self.facets.items()
-        ]
-
-    @property
-    def scoped(self) -> bool:
-        return any(self.facets.values())
-
-
-def _recall_form(params: QueryDict) -> tuple[RecallForm, dict[str, Any], int]:
-    """The form as typed, plus the facets and limit parsed; a field that does not parse is an error."""
-    form = RecallForm(
-        q=_text(params.get("q")),
-        limit=_text(params.get("limit", str(DEFAULT_RECALL_LIMIT))).strip() or str(DEFAULT_RECALL_LIMIT),
-        facets={name: _text(params.get(name)).strip() for name in FACETS},
-    )
-    facets: dict[str, Any] = {}
-    for name, text in form.facets.items():
-        if not text:
-            continue
-        if name in INT_FACETS:
-            try:
-                facets[name] = int(text)
-            except ValueError:
-                form.errors[name] = f"{name} must be a whole number, or left empty"
-        else:
-            facets[name] = text
-    limit = DEFAULT_RECALL_LIMIT
-    try:
-        limit = int(form.limit)
-    except ValueError:
-        form.errors["limit"] = f"limit must be a whole number from 1 to {MAX_LIMIT}"
-    return form, facets, limit
 
 
 @reviewer_required
@@ -447,18 +367,19 @@ def _recall_form(params: QueryDict) -> tuple[RecallForm, dict[str, Any], int]:
 def recall_playground(request: HttpRequest, user_id: str) -> HttpResponse:
     """What an agent's `GET /recall` answers, without counting toward Coverage (no RecallLog)."""
     if not owner_exists(user_id):
-        return _not_found(request, f"Nothing was ever deposited for {user_id!r}.")
-    form, facets, limit = _recall_form(request.GET)
+        raise AtlasoError(NOT_FOUND, NO_OWNER)
+    form = RecallForm(request.GET)
+    asked = "q" in request.GET
     results: SearchResults | None = None
-    if "q" in request.GET and not form.errors:
+    if asked and form.is_valid():
+        query = form.cleaned_data
         try:
-            results = recall(user_id=user_id, query=form.q, facets=facets, limit=limit)
+            results = recall(user_id=user_id, query=query["q"], facets=form.facets, limit=query["limit"])
         except AtlasoError as error:
-            name = str(error.details.get("field", "q")).removeprefix("scope.")
-            form.errors[name if name in {"q", "limit", *FACETS} else "q"] = error.message
-    context = {"user_id": user_id, "form": form, "asked": "q" in request.GET, "max_limit": MAX_LIMIT}
+            form.refuse(error)
+    context = {"user_id": user_id, "form": form, "asked": asked, "max_limit": MAX_LIMIT}
     if results is not None:
-        context |= _results_context(user_id, results, facets)
+        context |= _results_context(user_id, results, form.facets)
     if not request.htmx:
         return render(request, "deposits/recall.html", context)
     response = render(request, "deposits/recall.html#playground", context)
@@ -469,21 +390,21 @@ def _results_context(user_id: str, results: SearchResults, facets: Mapping[str, 
     """The hits with their channels' tiers, and how many conflict bags lie beyond the limit."""
     tiers = channel_tiers(hit.deposit.channel for hit in results)
     shown = {hit.bag_id for hit in results if hit.has_disagreement}
+    owner_page = reverse("diagnostics:owner", args=[user_id])
     return {
         "results": results,
         "hits": [(hit, tiers.get(hit.deposit.channel or "")) for hit in results],
         "conflict_bags_shown": len(shown),
         # The aggregate flags count every matching bag; the hits stop at the limit.
         "conflict_bags_beyond": results.conflict_bag_count - len(shown),
-        "beyond_url": f"/owners/{user_id}/?" + urlencode({"conflict": 1, **facets}),
+        "beyond_url": f"{owner_page}?" + urlencode({"conflict": 1, **facets}),
     }
 
 
 def _recall_url(user_id: str, form: RecallForm) -> str:
     """The playground's address for this query: the form sends every field, the link keeps those given."""
-    given = {"q": form.q, "limit": form.limit, **form.facets}
     default = ("limit", str(DEFAULT_RECALL_LIMIT))
-    query = {name: v for name, v in given.items() if name == "q" or (v and (name, v) != default)}
+    query = {name: v for name, v in form.typed.items() if name == "q" or (v and (name, v) != default)}
     return reverse("deposits:recall", args=[user_id]) + f"?{urlencode(query)}"
 
 

@@ -65,13 +65,23 @@ class Pager:
 
     @classmethod
     def of(
-        cls, request: HttpRequest, page: Page[Any], *, param: str = "page", path: str = "", noun: str = ""
+        cls,
+        request: HttpRequest,
+        page: Page[Any],
+        *,
+        param: str = "page",
+        path: str = "",
+        noun: str = "",
+        query: QueryDict | None = None,
     ) -> Pager:
+        """The pager of `page`; its links keep `query` (default: the request's own query; a
+        view answering a POST passes the list's filters, which came in the form)."""
         number = page.offset // page.limit + 1
         pages = max(1, ceil(page.total / page.limit))
+        kept = request.GET if query is None else query
 
         def link(to: int) -> str:
-            query = request.GET.copy()
+            query = kept.copy()
             query[param] = str(to)
             return f"{path}?{query.urlencode()}"
 

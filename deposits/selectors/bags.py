@@ -11,7 +11,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.paging import Page
+from atlaso_site.lib.paging import Page, page_of
 from deposits.domain import bags as rules
 from deposits.domain.bags import BAG_ID_PATTERN, BagStats
 from deposits.domain.types import DIRECTIONAL, FACETS, Scope
@@ -118,9 +118,8 @@ def bag_page(
             bags = bags.filter(**{facet: value})
     if conflict is not None:
         bags = bags.in_conflict() if conflict else bags.not_in_conflict()
-    total = bags.count()
-    rows = bags.order_by("-updated_at", "id")[offset : offset + limit]
-    return Page(items=[Bag.of(row) for row in rows], total=total, limit=limit, offset=offset)
+    rows = bags.order_by("-updated_at", "id")
+    return page_of(rows, limit=limit, offset=offset, convert=lambda page: [Bag.of(row) for row in page])
 
 
 def bag_detail(*, user_id: str, bag_id: str) -> BagDetail:
@@ -210,13 +209,14 @@ def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
 
 
 def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) -> Page[QueueItem]:
-    """Every open conflict across owners, oldest conflict first, in five queries whatever the page."""
+    """Every open conflict across owners, oldest conflict first, in five queries whatever the page.
+
+    (Four when the first page holds the whole queue: it is not counted again.)
+    """
     episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
-    total = episodes.count()
-    page = list(episodes.order_by("started_at", "id")[offset : offset + limit])
-    return Page(items=_queue_items(page), total=total, limit=limit, offset=offset)
+    return page_of(episodes.order_by("started_at", "id"), limit=limit, offset=offset, convert=_queue_items)
 
 
 def queue_item(*, user_id: str, bag_id: str) -> QueueItem:

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.paging import Page
+from atlaso_site.lib.paging import Page, page_of
 from beliefs.models import Channel
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
@@ -124,9 +124,12 @@ def deposit_page(
     rows = Deposit.objects.filter(user_id=user_id)
     if not include_retracted:
         rows = rows.not_retracted()
-    total = rows.count()
-    page = list(rows.order_by("-created_at", "-id")[offset : offset + limit])
-    return Page(items=deposit_records(page, with_state=True), total=total, limit=limit, offset=offset)
+    return page_of(
+        rows.order_by("-created_at", "-id"),
+        limit=limit,
+        offset=offset,
+        convert=lambda page: deposit_records(page, with_state=True),
+    )
 
 
 def owner_exists(user_id: str) -> bool:
