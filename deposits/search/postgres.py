@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import combinations
+from typing import NamedTuple
 
 from django.db import connection
 
@@ -165,52 +166,92 @@ def walk_plan(
     or SINGLE_LEXEME_RANK when its repeaters (by `repeats`, the shares of deposits repeating
     each lexeme) are few enough to score in full too; the bound sums the `tier − 1` largest, / k.
     """
-    everything = _any_of(lexemes)
     if expected_matches <= SCORE_ALL_MATCHES:
-        return WalkPlan(everything, None, 0.0)
+        return WalkPlan(_any_of(lexemes), None, 0.0)
+    expected = _expected_per_lexeme(lexemes, expected_matches, shares)
+    if _expected_union(lexemes, expected, expected_matches) <= SCORE_ALL_MATCHES:
+        return WalkPlan(_any_of(lexemes), None, 0.0)
+    options = [
+        _plan_scoring(rare, lexemes, expected, expected_matches, repeats)
+        for rare in ([], _rarest(lexemes, expected))
+    ]
+    return min(options, key=lambda option: (option.bound, option.cost)).plan
+
+
+def _expected_per_lexeme(
+    lexemes: list[str], expected_matches: int, shares: tuple[dict[str, float], float] | None
+) -> dict[str, float]:
+    """How many of the expected matches hold each lexeme (all of them, without stats)."""
     if shares is None:
-        expected = dict.fromkeys(lexemes, float(expected_matches))
-    else:
-        share_of, floor = shares
-        expected = {lexeme: min(1.0, share_of.get(lexeme, floor)) * expected_matches for lexeme in lexemes}
-    if expected_matches * (1 - math.prod(1 - expected[lexeme] / expected_matches for lexeme in lexemes)) <= (
-        SCORE_ALL_MATCHES
-    ):
-        return WalkPlan(everything, None, 0.0)
+        return dict.fromkeys(lexemes, float(expected_matches))
+    share_of, floor = shares
+    return {lexeme: min(1.0, share_of.get(lexeme, floor)) * expected_matches for lexeme in lexemes}
+
+
+def _expected_union(lexemes: list[str], expected: dict[str, float], expected_matches: int) -> float:
+    """How many deposits are expected to hold any of the lexemes, were they independent."""
+    return expected_matches * (1 - math.prod(1 - expected[lexeme] / expected_matches for lexeme in lexemes))
+
+
+def _rarest(lexemes: list[str], expected: dict[str, float]) -> list[str]:
+    """The rarest lexemes, as many as FULL_MATCHES expected matches together allow."""
     rarest: list[str] = []
     for lexeme in sorted(lexemes, key=lambda lexeme: expected[lexeme]):
         if sum(expected[r] for r in rarest) + expected[lexeme] > FULL_MATCHES:
             break
         rarest.append(lexeme)
-    options = []
-    for rare in ([], rarest):
-        walked = [lexeme for lexeme in lexemes if lexeme not in rare]
-        cost = sum(expected[lexeme] for lexeme in rare)
-        if not walked:
-            options.append((0.0, cost, WalkPlan(everything, None, 0.0)))
-            continue
-        clauses, held = [_quoted(lexeme) for lexeme in rare], len(walked)
-        chances = [expected[lexeme] / expected_matches for lexeme in walked]
-        for tier in range(2, len(walked) + 1):
-            if math.comb(len(walked), tier) > MAX_TIER_CLAUSES:
-                break
-            holding = expected_matches * _at_least(chances, tier)
-            if holding <= TIER_MATCHES:
-                clauses += [
-                    "(" + " & ".join(map(_quoted, group)) + ")" for group in combinations(walked, tier)
-                ]
-                held, cost = tier - 1, cost + holding
-                break
-        tight = _tight(walked, expected_matches, repeats)
-        counted = sorted(
-            (SINGLE_LEXEME_RANK if lexeme in tight else MAX_LEXEME_RANK for lexeme in walked), reverse=True
-        )
-        bound = sum(counted[:held]) / len(lexemes)
-        plan = WalkPlan(
-            " | ".join(clauses) or None, _any_of(walked), bound, _any_of(tight) if tight else None
-        )
-        options.append((bound, cost, plan))
-    return min(options, key=lambda option: option[:2])[2]
+    return rarest
+
+
+class _PlanOption(NamedTuple):
+    bound: float
+    cost: float  # matches expected to be scored in full
+    plan: WalkPlan
+
+
+def _plan_scoring(
+    rare: list[str],
+    lexemes: list[str],
+    expected: dict[str, float],
+    expected_matches: int,
+    repeats: tuple[dict[str, float], float] | None,
+) -> _PlanOption:
+    """The plan that scores the `rare` lexemes' matches in full and walks the others'."""
+    walked = [lexeme for lexeme in lexemes if lexeme not in rare]
+    cost = sum(expected[lexeme] for lexeme in rare)
+    if not walked:
+        return _PlanOption(0.0, cost, WalkPlan(_any_of(lexemes), None, 0.0))
+    clauses, held = [_quoted(lexeme) for lexeme in rare], len(walked)
+    tier = _tier(walked, expected, expected_matches)
+    if tier is not None:
+        size, holding = tier
+        clauses += ["(" + " & ".join(map(_quoted, group)) + ")" for group in combinations(walked, size)]
+        held, cost = size - 1, cost + holding
+    tight = _tight(walked, expected_matches, repeats)
+    bound = _walked_bound(walked, tight, held) / len(lexemes)
+    plan = WalkPlan(" | ".join(clauses) or None, _any_of(walked), bound, _any_of(tight) if tight else None)
+    return _PlanOption(bound, cost, plan)
+
+
+def _tier(walked: list[str], expected: dict[str, float], expected_matches: int) -> tuple[int, float] | None:
+    """The fewest walked lexemes held together by at most TIER_MATCHES expected deposits (those
+    are scored in full), with how many; None when no tier within MAX_TIER_CLAUSES is that rare."""
+    chances = [expected[lexeme] / expected_matches for lexeme in walked]
+    for tier in range(2, len(walked) + 1):
+        if math.comb(len(walked), tier) > MAX_TIER_CLAUSES:
+            return None
+        holding = expected_matches * _at_least(chances, tier)
+        if holding <= TIER_MATCHES:
+            return tier, holding
+    return None
+
+
+def _walked_bound(walked: list[str], tight: list[str], held: int) -> float:
+    """The most rank a walked match's `held` lexemes can give, before dividing by k."""
+    counted = sorted(
+        (SINGLE_LEXEME_RANK if lexeme in tight else MAX_LEXEME_RANK for lexeme in walked), reverse=True
+    )
+    return sum(counted[:held])
 
 
 def _tight(

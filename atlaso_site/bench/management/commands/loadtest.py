@@ -356,6 +356,60 @@ def verify(
     return lost, doubled
 
 
+def merged(records: list[ClientRecord]) -> ClientRecord:
+    """What every client saw, as one record."""
+    total = ClientRecord()
+    for record in records:
+        for kind, values in record.latencies.items():
+            total.latencies[kind].extend(values)
+        total.statuses.update(record.statuses)
+        total.kind_statuses.update(record.kind_statuses)
+        total.acknowledged.update(record.acknowledged)
+        total.problems.extend(record.problems)
+        total.replays_checked += record.replays_checked
+        total.replays_failed += record.replays_failed
+        total.reconnects += record.reconnects
+    return total
+
+
+def _statuses_text(classes: Counter[str]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(classes.items()))
+
+
+def _latency_row(kind: str, values: list[float], classes: Counter[str], elapsed: float) -> str:
+    return (
+        f"{kind:<12}{len(values):>10}{len(values) / elapsed:>9.1f}{percentile(values, 0.5) * 1000:>9.1f}"
+        f"{percentile(values, 0.99) * 1000:>9.1f}{max(values) * 1000:>9.1f}  " + _statuses_text(classes)
+    )
+
+
+def latency_table(seen: ClientRecord, elapsed: float) -> list[str]:
+    """The report's table: per kind that was sent, then overall, its requests, rate, latencies and
+    status classes (after a blank line)."""
+    lines = [f"\n{'kind':<12}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  statuses"]
+    for kind in MIX:
+        if values := seen.latencies.get(kind, []):
+            classes = Counter({c: n for (k, c), n in seen.kind_statuses.items() if k == kind})
+            lines.append(_latency_row(kind, values, classes, elapsed))
+    if every := [value for values in seen.latencies.values() for value in values]:
+        lines.append(_latency_row("overall", every, seen.statuses, elapsed))
+    return lines
+
+
+def totals(seen: ClientRecord, elapsed: float, listed: int, lost: list[str], doubled: list[str]) -> list[str]:
+    """The report's closing lines: throughput and status classes, then the writes checked."""
+    requests = sum(len(values) for values in seen.latencies.values())
+    acknowledged = len(seen.acknowledged)
+    return [
+        f"\n{elapsed:.1f} s, {requests / elapsed:.1f} requests/s; status classes: "
+        + _statuses_text(seen.statuses)
+        + f"; stale connections sent again: {seen.reconnects}",
+        f"writes acknowledged: {acknowledged} deposits ({acknowledged / elapsed:.0f}/s); "
+        f"read back: {listed} deposits; lost: {len(lost)}; stored twice: {len(doubled)}; "
+        f"retries replayed as acknowledged: {seen.replays_checked - seen.replays_failed} of {seen.replays_checked}",
+    ]
+
+
 class Command(BaseCommand):
     help = "Drive the mixed API workload against a running server, then check no write was lost or doubled."
 
@@ -459,59 +513,21 @@ class Command(BaseCommand):
         read_problems: list[str],
         options: dict[str, Any],
     ) -> None:
-        latencies: dict[str, list[float]] = defaultdict(list)
-        statuses: Counter[str] = Counter()
-        kind_statuses: Counter[tuple[str, str]] = Counter()
-        acknowledged: dict[str, tuple[str, str]] = {}
-        problems: list[str] = []
-        for record in records:
-            for kind, values in record.latencies.items():
-                latencies[kind].extend(values)
-            statuses.update(record.statuses)
-            kind_statuses.update(record.kind_statuses)
-            acknowledged.update(record.acknowledged)
-            problems.extend(record.problems)
-        every = [value for values in latencies.values() for value in values]
-        self.stdout.write(
-            f"\n{'kind':<12}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  statuses"
-        )
-        for kind in [*MIX, "overall"]:
-            values = every if kind == "overall" else latencies.get(kind, [])
-            if not values:
-                continue
-            classes = (
-                statuses
-                if kind == "overall"
-                else Counter({c: n for (k, c), n in kind_statuses.items() if k == kind})
-            )
-            self.stdout.write(
-                f"{kind:<12}{len(values):>10}{len(values) / elapsed:>9.1f}{percentile(values, 0.5) * 1000:>9.1f}"
-                f"{percentile(values, 0.99) * 1000:>9.1f}{max(values) * 1000:>9.1f}  "
-                + ", ".join(f"{name} {count}" for name, count in sorted(classes.items()))
-            )
-        lost, doubled = verify(acknowledged, stored)
-        replays = sum(record.replays_checked for record in records)
-        replays_failed = sum(record.replays_failed for record in records)
-        reconnects = sum(record.reconnects for record in records)
-        self.stdout.write(
-            f"\n{elapsed:.1f} s, {len(every) / elapsed:.1f} requests/s; status classes: "
-            + ", ".join(f"{name} {count}" for name, count in sorted(statuses.items()))
-            + f"; stale connections sent again: {reconnects}"
-        )
-        self.stdout.write(
-            f"writes acknowledged: {len(acknowledged)} deposits ({len(acknowledged) / elapsed:.0f}/s); "
-            f"read back: {listed} deposits; lost: {len(lost)}; stored twice: {len(doubled)}; "
-            f"retries replayed as acknowledged: {replays - replays_failed} of {replays}"
-        )
-        failures = [*lost, *doubled, *read_problems, *problems]
+        seen = merged(records)
+        for line in latency_table(seen, elapsed):
+            self.stdout.write(line)
+        lost, doubled = verify(seen.acknowledged, stored)
+        for line in totals(seen, elapsed, listed, lost, doubled):
+            self.stdout.write(line)
+        failures = [*lost, *doubled, *read_problems, *seen.problems]
         for line in failures[:20]:
             self.stderr.write(f"  {line}")
         if len(failures) > 20:
             self.stderr.write(f"  … and {len(failures) - 20} more")
-        if failures or statuses["5xx"] or statuses["transport error"]:
+        if failures or seen.statuses["5xx"] or seen.statuses["transport error"]:
             raise CommandError(
-                f"{statuses['5xx']} answers 5xx, {statuses['transport error']} transport errors, "
-                f"{statuses['4xx']} answers 4xx, {len(lost)} lost, {len(doubled)} stored twice, "
+                f"{seen.statuses['5xx']} answers 5xx, {seen.statuses['transport error']} transport errors, "
+                f"{seen.statuses['4xx']} answers 4xx, {len(lost)} lost, {len(doubled)} stored twice, "
                 f"{len(failures) - len(lost) - len(doubled)} other problems"
             )
         self.stdout.write(self.style.SUCCESS("every acknowledged write is stored exactly once; no 5xx"))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -30,6 +31,42 @@ EDGE_COLUMNS = "user_id, new_deposit_id, old_deposit_id, reason, created_at"
 GIN_INDEX = "deposit_user_search"
 CLUSTER_BAGS = "CLUSTER deposits_scopebag USING bag_user_updated"
 FLUSH_ROWS = 50_000
+
+
+class Batches:
+    """The generated rows not yet written: written every FLUSH_ROWS deposits, each time with the progress."""
+
+    def __init__(
+        self, write: Callable[[dict[str, list[tuple]]], None], stdout: OutputWrapper, started: float
+    ) -> None:
+        self.rows: dict[str, list[tuple]] = {"bags": [], "deposits": [], "edges": []}
+        self.loaded = 0
+        self._write = write
+        self._stdout = stdout
+        self._started = started
+
+    def add(self, _user: str, deposits: list[tuple], bags: list[tuple], edges: list[tuple]) -> None:
+        """One owner's rows, as `generate` hands them over."""
+        self.rows["deposits"].extend(deposits)
+        self.rows["bags"].extend(bags)
+        self.rows["edges"].extend(edges)
+        if len(self.rows["deposits"]) >= FLUSH_ROWS:
+            self.flush()
+
+    def finish(self) -> None:
+        """Write what the last owners left."""
+        if self.rows["deposits"]:
+            self.flush()
+
+    def flush(self) -> None:
+        self._write(self.rows)
+        self.loaded += len(self.rows["deposits"])
+        for rows in self.rows.values():
+            rows.clear()
+        elapsed = time.perf_counter() - self._started
+        self._stdout.write(
+            f"  {self.loaded:>10,} deposits loaded ({self.loaded / max(elapsed, 1e-9):,.0f}/s)"
+        )
 
 
 class Command(BaseCommand):
@@ -57,59 +94,20 @@ class Command(BaseCommand):
             self._delete_bench_owners()
             self.stdout.write(f"Deleted the earlier bench store in {time.perf_counter() - started:.1f}s")
         postgres = connection.vendor == "postgresql"
-        loaded = [0]
-        buffers: dict[str, list[tuple]] = {"bags": [], "deposits": [], "edges": []}
-
-        def flush() -> None:
-            if postgres:
-                self._copy(buffers)
-            else:
-                self._insert(buffers)
-            loaded[0] += len(buffers["deposits"])
-            for rows in buffers.values():
-                rows.clear()
-            elapsed = time.perf_counter() - started
-            self.stdout.write(f"  {loaded[0]:>10,} deposits loaded ({loaded[0] / max(elapsed, 1e-9):,.0f}/s)")
-
-        def on_owner(_user: str, deposits: list[tuple], bags: list[tuple], edges: list[tuple]) -> None:
-            buffers["deposits"].extend(deposits)
-            buffers["bags"].extend(bags)
-            buffers["edges"].extend(edges)
-            if len(buffers["deposits"]) >= FLUSH_ROWS:
-                flush()
-
+        batches = Batches(self._copy if postgres else self._insert, self.stdout, started)
         with transaction.atomic():
-            if postgres:
-                with connection.cursor() as cursor:
-                    # Check foreign keys per COPY, so nothing is pending when the index is built.
-                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-                    cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [GIN_INDEX])
-                    (gin_definition,) = cursor.fetchone()
-                    cursor.execute(f"DROP INDEX {GIN_INDEX}")
+            gin_definition = self._drop_search_index() if postgres else ""
             counts = generate(
                 deposits=options["deposits"],
                 owners=options["owners"],
                 now=timezone.now(),
                 seed=options["seed"],
                 belief_share=options["belief_share"],
-                on_owner=on_owner,
+                on_owner=batches.add,
             )
-            if buffers["deposits"]:
-                flush()
+            batches.finish()
             if postgres:
-                index_started = time.perf_counter()
-                with connection.cursor() as cursor:
-                    cursor.execute(gin_definition)
-                self.stdout.write(f"  full-text index built in {time.perf_counter() - index_started:.1f}s")
-                terms_started = time.perf_counter()
-                bag_terms_refresh(user_prefix=OWNER_PREFIX)
-                # Writing the lexemes moved every bag row; put each owner's bags back together, as
-                # the periodic CLUSTER that docs/BENCHMARKS.md recommends keeps them.
-                with connection.cursor() as cursor:
-                    cursor.execute(CLUSTER_BAGS)
-                self.stdout.write(
-                    f"  bag lexemes built and bags clustered in {time.perf_counter() - terms_started:.1f}s"
-                )
+                self._build_search_index(gin_definition)
         # The store is loaded beside the services, so its present conflicts get their episodes here.
         opened = episodes_open_existing(connection, user_prefix=OWNER_PREFIX)
         self.stdout.write(f"  {opened:,} conflict episodes opened")
@@ -123,6 +121,32 @@ class Command(BaseCommand):
             f"Seeded {counts.deposits:,} deposits, {counts.bags:,} bags ({counts.conflict_bags:,} in conflict), "
             f"{counts.edges:,} corrections over {options['owners']:,} owners in {elapsed:.1f}s "
             f"({counts.deposits / elapsed:,.0f} deposits/s)."
+        )
+
+    def _drop_search_index(self) -> str:
+        """Drop the full-text index for the load (PostgreSQL); its definition, to build it again."""
+        with connection.cursor() as cursor:
+            # Check foreign keys per COPY, so nothing is pending when the index is built.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [GIN_INDEX])
+            (gin_definition,) = cursor.fetchone()
+            cursor.execute(f"DROP INDEX {GIN_INDEX}")
+        return gin_definition
+
+    def _build_search_index(self, gin_definition: str) -> None:
+        """Build the full-text index again, then the bags' lexemes (PostgreSQL)."""
+        index_started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(gin_definition)
+        self.stdout.write(f"  full-text index built in {time.perf_counter() - index_started:.1f}s")
+        terms_started = time.perf_counter()
+        bag_terms_refresh(user_prefix=OWNER_PREFIX)
+        # Writing the lexemes moved every bag row; put each owner's bags back together, as
+        # the periodic CLUSTER that docs/BENCHMARKS.md recommends keeps them.
+        with connection.cursor() as cursor:
+            cursor.execute(CLUSTER_BAGS)
+        self.stdout.write(
+            f"  bag lexemes built and bags clustered in {time.perf_counter() - terms_started:.1f}s"
         )
 
     def _copy(self, buffers: dict[str, list[tuple]]) -> None:

@@ -10,12 +10,12 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import httpx
 
-from atlaso._client import Memory
+from atlaso._client import Memory, UserHandle
 from atlaso._core import VERSION
 from atlaso._errors import (
     HOW_TO_GET_A_KEY,
@@ -159,71 +159,94 @@ def doctor(memory: Memory, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _recall(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
+    results = user.recall(
+        args.query,
+        limit=args.limit,
+        scope=_scope(args),
+        include_superseded=args.include_superseded,
+    )
+    if args.json:
+        _print_json(results.to_dict(), out)
+    else:
+        out.write(_recall_text(results) + "\n")
+    return 0
+
+
+def _add(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
+    added = user.add(
+        args.text,
+        polarity=args.polarity,
+        evidence_grade=args.evidence_grade,
+        scope=_scope(args, note=True),
+        tags=args.tag,
+        artifact_refs=args.artifact,
+        author=args.author,
+        author_role=args.author_role,
+        idempotency_key=args.idempotency_key,
+    )
+    if args.json:
+        _print_json(added.to_dict(), out)
+    else:
+        verb = "already stored (a replay)" if added.is_idempotent_replay else "stored"
+        out.write(f"{verb}: {added.id} ({added.deposit.polarity}, {added.deposit.evidence_grade})\n")
+    return 0
+
+
+def _health(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
+    diagnostics = user.health(window_days=args.window_days)
+    if args.json:
+        _print_json(diagnostics.to_dict(), out)
+    else:
+        out.write(diagnostics.explain() + "\n")
+        out.write(
+            f"coverage {diagnostics.coverage:.2f} · precision {diagnostics.precision:.2f} · "
+            f"resolution {diagnostics.resolution:.2f} · density {diagnostics.density:.2f} · "
+            f"{diagnostics.deposit_count} live deposits · last {diagnostics.window_days} days\n"
+        )
+    return 0
+
+
+# The commands that act on one owner's memory (`user`).
+_OWNER_COMMANDS: dict[str, Callable[[UserHandle, argparse.Namespace, TextIO], int]] = {
+    "recall": _recall,
+    "add": _add,
+    "health": _health,
+}
+
+
+def _mcp(args: argparse.Namespace, err: TextIO) -> int:
+    try:
+        from atlaso.mcp_server import serve
+    except ModuleNotFoundError as missing:
+        if missing.name is None or not missing.name.startswith(("mcp", "pydantic")):
+            raise
+        err.write('atlaso mcp needs the MCP SDK: pip install "atlaso[mcp]"\n')
+        return 1
+
+    serve(transport=args.transport, host=args.host, port=args.port)
+    return 0
+
+
+def _refused(command: str, error: AtlasoError, err: TextIO) -> int:
+    """Say on stderr what went wrong (and the gate's reason, when the message lacks it)."""
+    err.write(f"atlaso {command}: {error}\n")
+    reason = getattr(error, "gate_reason", None)
+    if reason and reason not in str(error):
+        err.write(f"gate: {reason}\n")
+    return 1
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     if args.command == "mcp":
-        try:
-            from atlaso.mcp_server import serve
-        except ModuleNotFoundError as missing:
-            if missing.name is None or not missing.name.startswith(("mcp", "pydantic")):
-                raise
-            err.write('atlaso mcp needs the MCP SDK: pip install "atlaso[mcp]"\n')
-            return 1
-
-        serve(transport=args.transport, host=args.host, port=args.port)
-        return 0
+        return _mcp(args, err)
     try:
         with Memory() as memory:
             if args.command == "doctor":
                 return doctor(memory, out, err)
-            user = memory.for_user(args.user)
-            if args.command == "recall":
-                results = user.recall(
-                    args.query,
-                    limit=args.limit,
-                    scope=_scope(args),
-                    include_superseded=args.include_superseded,
-                )
-                if args.json:
-                    _print_json(results.to_dict(), out)
-                else:
-                    out.write(_recall_text(results) + "\n")
-            elif args.command == "add":
-                added = user.add(
-                    args.text,
-                    polarity=args.polarity,
-                    evidence_grade=args.evidence_grade,
-                    scope=_scope(args, note=True),
-                    tags=args.tag,
-                    artifact_refs=args.artifact,
-                    author=args.author,
-                    author_role=args.author_role,
-                    idempotency_key=args.idempotency_key,
-                )
-                if args.json:
-                    _print_json(added.to_dict(), out)
-                else:
-                    verb = "already stored (a replay)" if added.is_idempotent_replay else "stored"
-                    out.write(
-                        f"{verb}: {added.id} ({added.deposit.polarity}, {added.deposit.evidence_grade})\n"
-                    )
-            elif args.command == "health":
-                diagnostics = user.health(window_days=args.window_days)
-                if args.json:
-                    _print_json(diagnostics.to_dict(), out)
-                else:
-                    out.write(diagnostics.explain() + "\n")
-                    out.write(
-                        f"coverage {diagnostics.coverage:.2f} · precision {diagnostics.precision:.2f} · "
-                        f"resolution {diagnostics.resolution:.2f} · density {diagnostics.density:.2f} · "
-                        f"{diagnostics.deposit_count} live deposits · last {diagnostics.window_days} days\n"
-                    )
+            return _OWNER_COMMANDS[args.command](memory.for_user(args.user), args, out)
     except AtlasoError as error:
-        err.write(f"atlaso {args.command}: {error}\n")
-        reason = getattr(error, "gate_reason", None)
-        if reason and reason not in str(error):
-            err.write(f"gate: {reason}\n")
-        return 1
-    return 0
+        return _refused(args.command, error, err)

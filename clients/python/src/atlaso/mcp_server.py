@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from atlaso._async_client import AsyncMemory
+from atlaso._async_client import AsyncMemory, AsyncUserHandle
 from atlaso._core import VERSION
 from atlaso._errors import (
     HOW_TO_GET_A_KEY,
@@ -46,7 +46,7 @@ from atlaso._mcp_shapes import (
     ScopeIn,
     SearchResultsOut,
 )
-from atlaso._types import Deposit, SearchResults
+from atlaso._types import Bag, Deposit, SearchResults
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -159,33 +159,64 @@ def _recall_text(results: SearchResults) -> str:
     return "\n".join(lines)
 
 
-def build_server(
-    memory: AsyncMemory | None = None, *, default_user: str | None = None, name: str = "atlaso"
-) -> MCPServer:
-    """The MCP server over `memory` (by default an AsyncMemory from the environment)."""
-    memory = memory or AsyncMemory()
-    default_user = default_user if default_user is not None else (os.environ.get("ATLASO_USER") or None)
-    dashboard = memory.settings.base_url
-    # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
-    server = MCPServer(name, instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING")
-    # The owner argument tells the truth about this server: its default, or that it has none.
-    owner_help = (
-        f"{USER_ID_HELP} Leave it out for this server's default owner, {default_user!r}."
-        if default_user
-        else f"{USER_ID_HELP} Required: this server has no default owner (ATLASO_USER is unset)."
-    )
-    user_id_arg = Annotated[str | None, Field(description=owner_help)]
+def _owner_help(default_user: str | None) -> str:
+    """The owner argument's description: it tells the truth about this server, its default owner
+    or that it has none."""
+    if default_user:
+        return f"{USER_ID_HELP} Leave it out for this server's default owner, {default_user!r}."
+    return f"{USER_ID_HELP} Required: this server has no default owner (ATLASO_USER is unset)."
 
-    def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
+
+def _live_sides(bag: Bag) -> dict[str, list[dict[str, Any]]]:
+    """The bag's live claims on each directional side, as the conflicts tool shows them."""
+    sides: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": [], "cautionary": []}
+    for deposit in bag.deposits:
+        if deposit.state == "live" and deposit.polarity in sides:
+            sides[deposit.polarity].append({
+                "id": deposit.id, "content": deposit.content, "evidence_grade": deposit.evidence_grade,
+                "created_at": deposit.to_dict()["created_at"], "author": deposit.author,
+            })  # fmt: skip
+    return sides
+
+
+def _conflict(bag: Bag, dashboard: str) -> tuple[dict[str, Any], list[str]]:
+    """One bag in conflict as the conflicts tool answers it: its structured item and its lines of
+    text, both pointing at the dashboard page that resolves it."""
+    sides = _live_sides(bag)
+    url = f"{dashboard}/owners/{quote(bag.user_id, safe='')}/bags/{quote(bag.bag_id, safe='')}/"
+    item = {
+        "bag_id": bag.bag_id, "resolved": bag.resolved, "scope": bag.scope.to_dict(),
+        "counts": dict(bag.counts), **sides, "resolve_url": url,
+    }  # fmt: skip
+    facets = ", ".join(f"{k}={v}" for k, v in bag.scope.to_dict().items() if v is not None) or "no facets"
+    partly = "; partly corrected already" if bag.resolved else ""
+    lines = [f"- bag {bag.bag_id} ({facets}{partly}): resolve at {url}"]
+    for polarity, claims in sides.items():
+        lines += [f"  {polarity}: {claim['content']}" for claim in claims]
+    return item, lines
+
+
+class _Toolbox:
+    """What the tools of one server share: its memory, its default owner and its dashboard, and
+    `tool`, which registers a tool with the owner argument described for this server."""
+
+    def __init__(self, server: MCPServer, memory: AsyncMemory, default_user: str | None) -> None:
+        self.server = server
+        self.memory = memory
+        self.default_user = default_user
+        self.dashboard = memory.settings.base_url
+        self._user_id_arg: Any = Annotated[str | None, Field(description=_owner_help(default_user))]
+
+    def tool(self, annotations: ToolAnnotations) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            fn.__annotations__["user_id"] = user_id_arg
-            server.add_tool(fn, annotations=annotations)
+            fn.__annotations__["user_id"] = self._user_id_arg
+            self.server.add_tool(fn, annotations=annotations)
             return fn
 
         return register
 
-    def owner(user_id: str | None) -> str:
-        chosen = user_id or default_user
+    def owner(self, user_id: str | None) -> str:
+        chosen = user_id or self.default_user
         if not chosen:
             raise ToolError(
                 "user_id is required: name the memory owner (e.g. 'alice'), or start the server "
@@ -193,7 +224,13 @@ def build_server(
             )
         return chosen
 
-    @tool(WRITE)
+    def user(self, user_id: str | None) -> AsyncUserHandle:
+        """The handle of the owner a call names, or of the default owner."""
+        return self.memory.for_user(self.owner(user_id))
+
+
+def _add_tool(box: _Toolbox) -> None:
+    @box.tool(WRITE)
     async def add(
         content: Annotated[str, Field(description="The claim, in plain words (1..8000 characters).")],
         polarity: PolarityArg = "open",
@@ -220,7 +257,7 @@ def build_server(
         provenance or a narrow scope); the error says what would pass. Claims are immutable:
         to correct one, use contradict instead."""
         result = await _call(
-            memory.for_user(owner(user_id)).add(
+            box.user(user_id).add(
                 content, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
                 artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
                 task_id=task_id, idempotency_key=idempotency_key,
@@ -229,7 +266,9 @@ def build_server(
         verb = "Already stored (a replay)" if result.is_idempotent_replay else "Stored"
         return _answer(f"{verb}: {_deposit_line(result.deposit)}", result.to_dict())
 
-    @tool(READ_ONLY)
+
+def _recall_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def recall(
         query: Annotated[
             str, Field(description="Words to search for (not a question: plain keywords work best).")
@@ -246,24 +285,26 @@ def build_server(
         (claims in the same scope conflict: say so, do not pick a side), is_thin_evidence (only
         one claim). The top-level has_disagreement covers every matching bag, beyond limit."""
         results = await _call(
-            memory.for_user(owner(user_id)).recall(
-                query, limit=limit, scope=scope, include_superseded=include_superseded
-            )
+            box.user(user_id).recall(query, limit=limit, scope=scope, include_superseded=include_superseded)
         )
         return _answer(_recall_text(results), results.to_dict())
 
-    @tool(READ_ONLY)
+
+def _get_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def get(
         deposit_id: Annotated[str, Field(description="The deposit's id, from recall or list_recent.")],
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, DepositOut]:
         """Read one deposit with its audit state: superseded_by (the corrections that replaced it)
         and retracted."""
-        deposit = await _call(memory.for_user(owner(user_id)).get(deposit_id))
+        deposit = await _call(box.user(user_id).get(deposit_id))
         state = " (retracted)" if deposit.retracted else (" (superseded)" if deposit.superseded_by else "")
         return _answer(_deposit_line(deposit) + state, deposit.to_dict())
 
-    @tool(READ_ONLY)
+
+def _list_recent_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def list_recent(
         limit: Annotated[int, Field(ge=1, le=200, description="How many deposits.")] = 20,
         offset: Annotated[int, Field(ge=0, description="How many of the newest to skip.")] = 0,
@@ -273,15 +314,15 @@ def build_server(
         """List the owner's deposits, newest first, to browse what the memory holds. To find
         claims about something, use recall instead; page through with offset."""
         page = await _call(
-            memory.for_user(owner(user_id)).list_recent(
-                limit=limit, offset=offset, include_retracted=include_retracted
-            )
+            box.user(user_id).list_recent(limit=limit, offset=offset, include_retracted=include_retracted)
         )
         lines = [f"{len(page)} of {page.total} deposits (newest first, from {page.offset}):"]
         lines += [f"- {_deposit_line(d)}" for d in page]
         return _answer("\n".join(lines), page.to_dict())
 
-    @tool(WRITE)
+
+def _contradict_tool(box: _Toolbox) -> None:
+    @box.tool(WRITE)
     async def contradict(
         content: Annotated[str, Field(description="The corrected claim.")],
         contradicts: Annotated[
@@ -305,7 +346,7 @@ def build_server(
         The old ones stay readable for audit but stop counting. Use this, not add, when a claim
         turned out wrong or outdated."""
         result = await _call(
-            memory.for_user(owner(user_id)).contradict(
+            box.user(user_id).contradict(
                 content, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
                 scope=scope, tags=tags, artifact_refs=artifact_refs, idempotency_key=idempotency_key,
             )
@@ -314,7 +355,9 @@ def build_server(
             f"Stored the correction {result.id}; it supersedes {', '.join(contradicts)}", result.to_dict()
         )
 
-    @tool(DESTRUCTIVE)
+
+def _retract_tool(box: _Toolbox) -> None:
+    @box.tool(DESTRUCTIVE)
     async def retract(
         deposit_id: Annotated[str, Field(description="The deposit to retract.")],
         reason: Annotated[str, Field(description="Why it is withdrawn.")],
@@ -329,13 +372,13 @@ def build_server(
     ) -> Annotated[CallToolResult, RetractResultOut]:
         """Withdraw a claim that should never have been stored. To replace a claim with a better
         one, use contradict instead. mode='hard' erases it and cannot be undone."""
-        result = await _call(
-            memory.for_user(owner(user_id)).retract(deposit_id, reason=reason, hard_delete=mode == "hard")
-        )
+        result = await _call(box.user(user_id).retract(deposit_id, reason=reason, hard_delete=mode == "hard"))
         verb = "Erased" if result.mode == "hard" else "Retracted (kept for audit)"
         return _answer(f"{verb}: {result.deposit_id}", result.to_dict())
 
-    @tool(READ_ONLY)
+
+def _health_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def health(
         window_days: Annotated[int, Field(ge=1, le=365, description="The period the pillars cover.")] = 30,
         user_id: str | None = None,
@@ -343,23 +386,27 @@ def build_server(
         """How trustworthy the owner's memory is: the Field Maturity Index (0-100) and its four
         pillars (coverage: searches that found a confident answer; precision: agreement inside
         bags; resolution: conflicts resolved; density: bags with more than one claim)."""
-        diagnostics = await _call(memory.for_user(owner(user_id)).health(window_days=window_days))
+        diagnostics = await _call(box.user(user_id).health(window_days=window_days))
         return _answer(diagnostics.explain(), diagnostics.to_dict())
 
-    @tool(READ_ONLY)
+
+def _peek_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def peek(
         limit: Annotated[int, Field(ge=1, le=200, description="How many of the newest live deposits.")] = 10,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, PeekOut]:
         """A quick look at the owner's memory: the newest live claims, how many there are, the FMI,
         and whether a recent bag is in conflict. Use it at the start of a conversation."""
-        view = await _call(memory.for_user(owner(user_id)).peek(limit=limit))
+        view = await _call(box.user(user_id).peek(limit=limit))
         conflict = "; a recent bag is in conflict" if view.has_recent_disagreements else ""
         lines = [f"{view.total_count} live deposits, FMI {view.fmi}{conflict}. Newest:"]
         lines += [f"- {_deposit_line(d)}" for d in view]
         return _answer("\n".join(lines), view.to_dict())
 
-    @tool(KEYED_WRITE)
+
+def _add_many_tool(box: _Toolbox) -> None:
+    @box.tool(KEYED_WRITE)
     async def add_many(
         items: Annotated[
             list[BulkItemIn],
@@ -375,16 +422,16 @@ def build_server(
     ) -> Annotated[CallToolResult, AddManyResultOut]:
         """Import many claims at once. Each item needs an idempotency_key, so sending the batch
         again after a failure stores nothing twice (replays come back as duplicates)."""
-        result = await _call(
-            memory.for_user(owner(user_id)).add_many(list(items), on_gate_reject=on_gate_reject)
-        )
+        result = await _call(box.user(user_id).add_many(list(items), on_gate_reject=on_gate_reject))
         text = (
             f"{len(result.committed)} stored, {len(result.duplicates)} replays, {len(result.failed)} rejected"
         )
         text += "".join(f"\n- item {r.index}: {r.error}" for r in result.failed)
         return _answer(text, result.to_dict())
 
-    @tool(READ_ONLY)
+
+def _conflicts_tool(box: _Toolbox) -> None:
+    @box.tool(READ_ONLY)
     async def conflicts(
         limit: Annotated[int, Field(ge=1, le=50, description="How many conflict bags.")] = 10,
         user_id: str | None = None,
@@ -392,34 +439,44 @@ def build_server(
         """List the owner's conflicts: bags whose live claims still disagree, with each side's
         claims and the dashboard page where a person resolves it. Tell the user about them
         rather than resolving them yourself."""
-        handle = memory.for_user(owner(user_id))
+        handle = box.user(user_id)
         page = await _call(handle.bags(conflict=True, limit=limit))
         items: list[dict[str, Any]] = []
         lines = [f"{page.total} bag{'s' if page.total != 1 else ''} in conflict:"]
         for summary in page:
-            bag = await _call(handle.bag(summary.bag_id))
-            sides: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": [], "cautionary": []}
-            for deposit in bag.deposits:
-                if deposit.state == "live" and deposit.polarity in sides:
-                    sides[deposit.polarity].append({
-                        "id": deposit.id, "content": deposit.content, "evidence_grade": deposit.evidence_grade,
-                        "created_at": deposit.to_dict()["created_at"], "author": deposit.author,
-                    })  # fmt: skip
-            url = f"{dashboard}/owners/{quote(bag.user_id, safe='')}/bags/{quote(bag.bag_id, safe='')}/"
-            items.append({
-                "bag_id": bag.bag_id, "resolved": bag.resolved, "scope": bag.scope.to_dict(),
-                "counts": dict(bag.counts), **sides, "resolve_url": url,
-            })  # fmt: skip
-            facets = (
-                ", ".join(f"{k}={v}" for k, v in bag.scope.to_dict().items() if v is not None) or "no facets"
-            )
-            partly = "; partly corrected already" if bag.resolved else ""
-            lines.append(f"- bag {bag.bag_id} ({facets}{partly}): resolve at {url}")
-            for polarity, claims in sides.items():
-                lines += [f"  {polarity}: {claim['content']}" for claim in claims]
+            item, bag_lines = _conflict(await _call(handle.bag(summary.bag_id)), box.dashboard)
+            items.append(item)
+            lines += bag_lines
         structured = {"kind": "conflicts", "user_id": handle.user_id, "total": page.total, "items": items}
         return _answer("\n".join(lines), structured)
 
+
+# Registered in this order, which is the order the host lists them in.
+_TOOLS: tuple[Callable[[_Toolbox], None], ...] = (
+    _add_tool,
+    _recall_tool,
+    _get_tool,
+    _list_recent_tool,
+    _contradict_tool,
+    _retract_tool,
+    _health_tool,
+    _peek_tool,
+    _add_many_tool,
+    _conflicts_tool,
+)
+
+
+def build_server(
+    memory: AsyncMemory | None = None, *, default_user: str | None = None, name: str = "atlaso"
+) -> MCPServer:
+    """The MCP server over `memory` (by default an AsyncMemory from the environment)."""
+    memory = memory or AsyncMemory()
+    default_user = default_user if default_user is not None else (os.environ.get("ATLASO_USER") or None)
+    # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING")
+    box = _Toolbox(server, memory, default_user)
+    for register in _TOOLS:
+        register(box)
     return server
 
 
