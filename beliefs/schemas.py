@@ -20,7 +20,7 @@ from atlaso_site.wire import (
     WireTime,
     stated_text,
 )
-from beliefs.domain.values import BELIEF_KEY_PATTERN, MAX_VALUE_LENGTH
+from beliefs.domain.values import BELIEF_KEY_PATTERN, CEILING_ABOVE, CEILING_BELOW, MAX_VALUE_LENGTH
 from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import MAX_SOURCE_ID
 
@@ -109,7 +109,7 @@ class TierListOut(OutSchema):
 class TierIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    ceiling: float | None = Field(None, gt=0, lt=1, strict=True)
+    ceiling: float | None = Field(None, gt=CEILING_ABOVE, lt=CEILING_BELOW, strict=True)
     description: str | None = Field(None, max_length=MAX_DESCRIPTION, pattern=NO_NUL)
 
 

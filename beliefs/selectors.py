@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.paging import Page
+from atlaso_site.lib.paging import Page, page_of
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict
+from beliefs.domain.tiers import can_move_beliefs
 from beliefs.models import ApiKey, Belief, BeliefRevision, Channel, ProvenanceChange, ProvenanceTier
 from beliefs.services import replay_observations, rule_settings
 
@@ -44,10 +45,13 @@ def belief_page(
     rows = Belief.objects.filter(user_id=user_id)
     if uncertain is not None:
         rows = rows.filter(is_uncertain=uncertain)
-    total = rows.count()
     now = timezone.now()
-    items = [_verdict(row, now) for row in rows.order_by("key")[offset : offset + limit]]
-    return Page(items=items, total=total, limit=limit, offset=offset)
+    return page_of(
+        rows.order_by("key"),
+        limit=limit,
+        offset=offset,
+        convert=lambda page: [_verdict(row, now) for row in page],
+    )
 
 
 def revision_page(*, user_id: str, key: str, limit: int = 50, offset: int = 0) -> Page[BeliefRevision]:
@@ -55,15 +59,14 @@ def revision_page(*, user_id: str, key: str, limit: int = 50, offset: int = 0) -
 
     Each revision carries `verdict`: the belief's verdict right after it.
     """
-    rows = BeliefRevision.objects.filter(user_id=user_id, belief_key=key)
-    total = rows.count()
-    if total == 0:
+    rows = BeliefRevision.objects.filter(user_id=user_id, belief_key=key).order_by("observed_at", "id")
+    page = page_of(rows, limit=limit, offset=offset)
+    if page.total == 0:
         raise not_found(f"no belief {key!r} for user {user_id!r}")
-    page = list(rows.order_by("observed_at", "id")[offset : offset + limit])
-    after = _verdicts_after(user_id, key, page, timezone.now())
-    for revision in page:
+    after = _verdicts_after(user_id, key, list(page.items), timezone.now())
+    for revision in page.items:
         revision.verdict = after[revision.id]
-    return Page(items=page, total=total, limit=limit, offset=offset)
+    return page
 
 
 def _verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: datetime) -> dict[int, Verdict]:
@@ -141,6 +144,8 @@ class TierRow:
     channels: list[Channel]
     # The beliefs a new ceiling would rebuild.
     rebuild_count: int
+    # False when the ceiling is at or below the pivot: nothing said on its channels counts.
+    moves_beliefs: bool
     # The rebuild the latest change to the tier started, if any.
     rebuild: JobRun | None
 
@@ -174,7 +179,7 @@ def _latest_rebuild(action: str) -> Subquery:
 def provenance_overview(
     *, keys_limit: int = 50, keys_offset: int = 0, changes_limit: int = 20, changes_offset: int = 0
 ) -> ProvenanceOverview:
-    """Tiers, channels, a page of API keys and a page of the change history, in nine queries."""
+    """Tiers, channels, a page of API keys and a page of the change history, in at most nine queries."""
     tiers = list(
         ProvenanceTier.objects.annotate(last_rebuild_id=_latest_rebuild(ProvenanceChange.Action.TIER_CHANGE))
         .order_by("-ceiling", "name")
@@ -188,19 +193,13 @@ def provenance_overview(
         )
         .order_by("name")
     )
-    keys = ApiKey.objects.select_related("channel__tier").order_by("-created_at", "-id")
-    key_page = Page(
-        items=list(keys[keys_offset : keys_offset + keys_limit]),
-        total=keys.count(),
+    key_page = page_of(
+        ApiKey.objects.select_related("channel__tier").order_by("-created_at", "-id"),
         limit=keys_limit,
         offset=keys_offset,
     )
-    changes = ProvenanceChange.objects.order_by("-at", "-id")
-    change_page = Page(
-        items=list(changes[changes_offset : changes_offset + changes_limit]),
-        total=changes.count(),
-        limit=changes_limit,
-        offset=changes_offset,
+    change_page = page_of(
+        ProvenanceChange.objects.order_by("-at", "-id"), limit=changes_limit, offset=changes_offset
     )
     run_ids = {
         *(row.last_rebuild_id for row in [*tiers, *channels]),
@@ -213,12 +212,14 @@ def provenance_overview(
     for channel in channels:
         by_tier.setdefault(channel.tier_id, []).append(channel)
     tier_counts, channel_counts = tier_rebuild_counts(), channel_belief_counts()
+    knobs = rule_settings()
     return ProvenanceOverview(
         tiers=[
             TierRow(
                 tier=tier,
                 channels=by_tier.get(tier.pk, []),
                 rebuild_count=tier_counts.get(tier.name, 0),
+                moves_beliefs=can_move_beliefs(tier.ceiling, knobs),
                 rebuild=runs.get(tier.last_rebuild_id),
             )
             for tier in tiers

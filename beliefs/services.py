@@ -19,11 +19,13 @@ from atlaso_site.lib.secrets import hash_secret, new_secret
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
 from beliefs.domain.values import (
+    CEILING_RULE,
     BeliefInputError,
     clean_belief_key,
     clean_content_confidence,
     clean_observed_at,
     clean_value,
+    is_ceiling,
     normalize_value,
 )
 from beliefs.models import (
@@ -451,8 +453,8 @@ def tier_update(
             tier.description = description[:500]
             told.append("description changed")
         if ceiling is not None:
-            if not 0.0 < ceiling < 1.0:
-                raise ProvenanceError("a ceiling must lie strictly between 0 and 1", field="ceiling")
+            if not is_ceiling(ceiling):
+                raise ProvenanceError(CEILING_RULE, field="ceiling")
             changed = ceiling != tier.ceiling
             if changed:
                 told.insert(0, f"ceiling {tier.ceiling:g} → {ceiling:g}")

@@ -10,9 +10,7 @@ import math
 from typing import Any
 from uuid import UUID
 
-from django import forms
 from django.conf import settings
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,18 +21,10 @@ from atlaso_site.access.roles import operator_required, reviewer_required
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.job_runs.selectors import job_run_get
 from atlaso_site.lib.errors import AtlasoError
-from atlaso_site.lib.paging import MAX_OFFSET, Page
-from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
+from atlaso_site.ui.pages import Pager, flash, not_found, offset_of, owner_view, page_number, template_for
 from beliefs.domain.rule import Verdict
-from beliefs.domain.values import MAX_VALUE_LENGTH
-from beliefs.models import (
-    DEFAULT_CHANNEL_TIER,
-    PERMISSIONS,
-    ApiKey,
-    CalibrationOutcome,
-    Channel,
-    ProvenanceTier,
-)
+from beliefs.forms import ApiKeyForm, ChannelForm, ConfirmForm, RebindForm, TierForm
+from beliefs.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, CalibrationOutcome
 from beliefs.selectors import belief_page, belief_verdict, provenance_overview, revision_page
 from beliefs.services import (
     DEFAULT_PERMISSIONS,
@@ -55,107 +45,41 @@ SHOWN_VALUES = 10
 # --- Helpers every page uses -------------------------------------------------------------------
 
 
-def _page_number(request: HttpRequest, param: str = "page") -> int:
-    """The 1-based page asked for in the query; anything malformed is the first page."""
-    try:
-        return max(1, int(request.GET.get(param, "1")))
-    except ValueError:
-        return 1
-
-
-def _offset(number: int, size: int) -> int:
-    return min((number - 1) * size, MAX_OFFSET)
-
-
-def pager(request: HttpRequest, page: Page[Any], param: str = "page", *, path: str = "") -> dict[str, Any]:
-    """What a pager shows: where this page stands, and links to its neighbours and ends.
-
-    The links go to `path` (default: this request's) and keep the rest of the query (filters,
-    other lists' pages), so a shared link or a reload shows the same state.
-    """
-    path = path or request.path
-    number = page.offset // page.limit + 1
-    pages = max(1, -(-page.total // page.limit))
-
-    def link(to: int | None) -> str | None:
-        if to is None:
-            return None
-        query = request.GET.copy()
-        query.pop(param, None)
-        if to > 1:
-            query[param] = str(to)
-        return f"{path}?{query.urlencode()}" if query else path
-
-    return {
-        "number": number,
-        "pages": pages,
-        "first": link(1 if number > 1 else None),
-        "previous": link(number - 1 if page.has_previous else None),
-        "next": link(number + 1 if page.has_next else None),
-        "last": link(pages if number < pages else None),
-        "first_row": page.offset + 1 if page.items else 0,
-        "last_row": page.offset + len(page.items),
-        "total": page.total,
-    }
-
-
-def _template(request: HttpRequest, name: str, partial: str) -> str:
-    """The page's template, or only its `partial` for an htmx request."""
-    return f"{name}#{partial}" if request.htmx else name
-
-
-def _not_found(request: HttpRequest, message: str, *, back: str, back_label: str) -> HttpResponse:
-    """A 404 in the frame, saying what was not found (DEBUG's page would hide the frame)."""
-    context = {"message": message, "back": back, "back_label": back_label}
-    return render(request, "beliefs/not_found.html", context, status=404)
-
-
 # --- Beliefs -------------------------------------------------------------------------------
 
 
 @reviewer_required
+@owner_view
 def belief_list(request: HttpRequest, user_id: str) -> HttpResponse:
     """An owner's beliefs by key, optionally only the uncertain ones, paged."""
-    if not is_user_id(user_id):
-        return _not_found(
-            request,
-            f"“{user_id}” is not a user_id: {USER_ID_RULE}.",
-            back="/owners/",
-            back_label="Every owner",
-        )
     uncertain = request.GET.get("uncertain") == "1"
-    number = _page_number(request)
+    number = page_number(request.GET, size=BELIEFS_PER_PAGE)
     page = belief_page(
         user_id=user_id,
         uncertain=True if uncertain else None,
         limit=BELIEFS_PER_PAGE,
-        offset=_offset(number, BELIEFS_PER_PAGE),
+        offset=offset_of(number, BELIEFS_PER_PAGE),
     )
     context = {
         "user_id": user_id,
         "uncertain": uncertain,
         "page": page,
-        "pager": pager(request, page),
+        "pager": Pager.of(
+            request, page, bare_first=True, path=reverse("beliefs:belief-list", args=[user_id])
+        ),
         "threshold": settings.BELIEF_UNCERTAINTY_THRESHOLD,
     }
-    return render(request, _template(request, "beliefs/beliefs.html", "belief-table"), context)
-
-
-class ConfirmForm(forms.Form):
-    value = forms.CharField(
-        max_length=MAX_VALUE_LENGTH,
-        error_messages={"required": "Type the value you confirm as true."},
-        widget=forms.TextInput(attrs={"autocomplete": "off"}),
-    )
+    return render(request, template_for(request, "beliefs/beliefs.html", "belief-table"), context)
 
 
 @reviewer_required
+@owner_view
 def belief_detail(request: HttpRequest, user_id: str, key: str) -> HttpResponse:
     """One belief: its verdict, what it set aside, its revision log; POST confirms a value."""
     try:
         verdict = belief_verdict(user_id=user_id, key=key)
     except AtlasoError:
-        return _not_found(
+        return not_found(
             request,
             f"{user_id} has no belief {key}.",
             back=reverse("beliefs:belief-list", args=[user_id]),
@@ -179,12 +103,11 @@ def _confirm(request: HttpRequest, user_id: str, key: str, verdict: Verdict) -> 
         except AtlasoError as error:
             form.add_error("value", error.message)
         else:
-            notice = confirmed_notice(recorded, outcome)
+            flash(request, confirmed_notice(recorded, outcome))
             if not request.htmx:
-                messages.success(request, notice)
-                return redirect(request.path)
+                return redirect(reverse("beliefs:belief", args=[user_id, key]))
             fresh = ConfirmForm(initial={"value": recorded.verdict.fact})
-            return _render_belief(request, user_id, key, recorded.verdict, fresh, notice=notice)
+            return _render_belief(request, user_id, key, recorded.verdict, fresh)
     return _render_belief(request, user_id, key, verdict, form)
 
 
@@ -207,11 +130,11 @@ def confirmed_notice(recorded: RecordedObservation, outcome: CalibrationOutcome)
 
 
 def _render_belief(
-    request: HttpRequest, user_id: str, key: str, verdict: Verdict, form: ConfirmForm, *, notice: str = ""
+    request: HttpRequest, user_id: str, key: str, verdict: Verdict, form: ConfirmForm
 ) -> HttpResponse:
-    number = _page_number(request)
+    number = page_number(request.GET, size=REVISIONS_PER_PAGE)
     revisions = revision_page(
-        user_id=user_id, key=key, limit=REVISIONS_PER_PAGE, offset=_offset(number, REVISIONS_PER_PAGE)
+        user_id=user_id, key=key, limit=REVISIONS_PER_PAGE, offset=offset_of(number, REVISIONS_PER_PAGE)
     )
     partial = "revisions" if request.htmx and request.htmx.target == "revisions" else "belief-body"
     context = {
@@ -223,68 +146,20 @@ def _render_belief(
         "folded_values": verdict.distribution[SHOWN_VALUES:],
         "folded_mass": math.fsum(mass for _, mass in verdict.distribution[SHOWN_VALUES:]),
         "form": form,
-        "notice": notice,
         "revisions": revisions,
-        "pager": pager(request, revisions),
+        "pager": Pager.of(
+            request, revisions, bare_first=True, path=reverse("beliefs:belief", args=[user_id, key])
+        ),
         "pivot": rule_settings().pivot,
         "threshold": settings.BELIEF_UNCERTAINTY_THRESHOLD,
     }
-    return render(request, _template(request, "beliefs/belief.html", partial), context)
+    return render(request, template_for(request, "beliefs/belief.html", partial), context)
 
 
 # --- Provenance (operators) ------------------------------------------------------------------
 
 KEYS_PER_PAGE = 25
 CHANGES_PER_PAGE = 15
-CEILING_RULE = "A ceiling lies strictly between 0 and 1, e.g. 0.65."
-
-
-class TierForm(forms.Form):
-    tier = forms.CharField(max_length=64)
-    ceiling = forms.FloatField(error_messages={"required": CEILING_RULE, "invalid": CEILING_RULE})
-
-    def clean_ceiling(self) -> float:
-        ceiling = self.cleaned_data["ceiling"]
-        if not 0.0 < ceiling < 1.0:
-            raise forms.ValidationError(CEILING_RULE)
-        return ceiling
-
-
-class ChannelForm(forms.Form):
-    name = forms.SlugField(
-        max_length=64,
-        error_messages={
-            "required": "Name the channel, e.g. support-bot.",
-            "invalid": "A channel name is letters, digits, _ and -, e.g. support-bot.",
-        },
-    )
-    tier = forms.ModelChoiceField(ProvenanceTier.objects.all(), to_field_name="name")
-    description = forms.CharField(max_length=500, required=False)
-
-    def clean_name(self) -> str:
-        name = self.cleaned_data["name"]
-        if Channel.objects.filter(name=name).exists():
-            raise forms.ValidationError(f"There is a channel {name} already; rebind it in the table instead.")
-        return name
-
-
-class RebindForm(forms.Form):
-    channel = forms.ModelChoiceField(Channel.objects.select_related("tier"), to_field_name="name")
-    tier = forms.ModelChoiceField(ProvenanceTier.objects.all(), to_field_name="name")
-
-
-class ApiKeyForm(forms.Form):
-    name = forms.CharField(max_length=200, error_messages={"required": "Name the key after what uses it."})
-    channel = forms.ModelChoiceField(
-        Channel.objects.select_related("tier"),
-        to_field_name="name",
-        error_messages={"required": "Choose the channel the key writes on."},
-    )
-    perm = forms.MultipleChoiceField(
-        choices=[(permission, permission) for permission in PERMISSIONS],
-        error_messages={"required": "Choose at least one permission."},
-    )
-    user_prefix = forms.CharField(max_length=128, required=False)
 
 
 @operator_required
@@ -389,23 +264,25 @@ def _rebuilding(run: JobRun) -> str:
     return f"Rebuilding the {count} it touches; the progress shows beside it until the run ends."
 
 
-def _done(request: HttpRequest, notice: str) -> HttpResponse:
-    """After a change: htmx gets the page's body with the notice; a plain POST redirects back."""
+def _done(request: HttpRequest, message: str) -> HttpResponse:
+    """After a change: say what it did; htmx gets the page's body (which shows it), a plain POST
+    is redirected back to the page (whose frame shows it)."""
+    flash(request, message)
     if request.htmx:
-        return _render_provenance(request, notice=notice)
-    messages.success(request, notice)
-    return redirect("beliefs:provenance")
+        return _render_provenance(request)
+    return redirect(reverse("beliefs:provenance"))
 
 
 def _render_provenance(request: HttpRequest, **context: Any) -> HttpResponse:
     """The provenance page (or, for htmx, the part asked for), with any bound form's errors."""
     path = reverse("beliefs:provenance")
-    keys_page, changes_page = _page_number(request, "keys"), _page_number(request, "changes")
+    keys_number = page_number(request.GET, size=KEYS_PER_PAGE, param="keys")
+    changes_number = page_number(request.GET, size=CHANGES_PER_PAGE, param="changes")
     overview = provenance_overview(
         keys_limit=KEYS_PER_PAGE,
-        keys_offset=_offset(keys_page, KEYS_PER_PAGE),
+        keys_offset=offset_of(keys_number, KEYS_PER_PAGE),
         changes_limit=CHANGES_PER_PAGE,
-        changes_offset=_offset(changes_page, CHANGES_PER_PAGE),
+        changes_offset=offset_of(changes_number, CHANGES_PER_PAGE),
     )
     tier_form = context.get("tier_form")
     if tier_form is not None:
@@ -417,11 +294,11 @@ def _render_provenance(request: HttpRequest, **context: Any) -> HttpResponse:
     partial = target if target in ("api-keys", "changes") else "provenance-body"
     context.update(
         overview=overview,
-        keys_pager=pager(request, overview.keys, "keys", path=path),
-        changes_pager=pager(request, overview.changes, "changes", path=path),
+        keys_pager=Pager.of(request, overview.keys, param="keys", bare_first=True, path=path),
+        changes_pager=Pager.of(request, overview.changes, param="changes", bare_first=True, path=path),
         permissions=PERMISSIONS,
         default_permissions=DEFAULT_PERMISSIONS,
         default_tier=DEFAULT_CHANNEL_TIER,
         pivot=rule_settings().pivot,
     )
-    return render(request, _template(request, "beliefs/provenance.html", partial), context)
+    return render(request, template_for(request, "beliefs/provenance.html", partial), context)

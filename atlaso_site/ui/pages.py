@@ -73,17 +73,23 @@ class Pager:
         path: str = "",
         noun: str = "",
         query: QueryDict | None = None,
+        bare_first: bool = False,
     ) -> Pager:
         """The pager of `page`; its links keep `query` (default: the request's own query; a
-        view answering a POST passes the list's filters, which came in the form)."""
+        view answering a POST passes the list's filters, which came in the form).
+
+        `bare_first`: the link to page 1 carries no page number (the list's own address).
+        """
         number = page.offset // page.limit + 1
         pages = max(1, ceil(page.total / page.limit))
         kept = request.GET if query is None else query
 
         def link(to: int) -> str:
             query = kept.copy()
-            query[param] = str(to)
-            return f"{path}?{query.urlencode()}"
+            query.pop(param, None)
+            if to > 1 or not bare_first:
+                query[param] = str(to)
+            return f"{path}?{query.urlencode()}" if query else (path or "?")
 
         return cls(
             page=page,
@@ -136,7 +142,7 @@ def owner_view(view: View) -> View:
     @wraps(view)
     def guarded(request: HttpRequest, user_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
         if not is_user_id(user_id):
-            return not_found(request, f"“{user_id}” is not a memory owner's id: {USER_ID_RULE}.")
+            return not_found(request, f"“{user_id}” is not a user_id: {USER_ID_RULE}.")
         try:
             return view(request, user_id, *args, **kwargs)
         except AtlasoError as error:

@@ -1,8 +1,10 @@
-"""The default provenance tiers of beliefs.md, as plain data."""
+"""The default provenance tiers of beliefs.md, as plain data, and what a tier's ceiling allows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from beliefs.domain.rule import RuleSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,3 +27,12 @@ DEFAULT_TIERS: tuple[DefaultTier, ...] = (
     DefaultTier("untrusted", 0.10, "Anything else; a new channel's default"),
 )
 DEFAULT_CEILINGS: dict[str, float] = {tier.name: tier.ceiling for tier in DEFAULT_TIERS}
+
+
+def can_move_beliefs(ceiling: float, settings: RuleSettings) -> bool:
+    """Whether a claim on a channel with this ceiling can ever move a belief.
+
+    r never exceeds the ceiling, and the rule leaves an observation with r at or below the pivot
+    inert: a ceiling at or below the pivot keeps its channels inert, at any volume.
+    """
+    return ceiling > settings.pivot

@@ -12,6 +12,13 @@ from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
 BELIEF_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,127}")
 MAX_KEY_LENGTH = 128
 MAX_VALUE_LENGTH = 500
+# A tier's ceiling κ lies strictly between these (no channel is never, or always, right). Ints, so
+# the API's schema states them as 0 and 1.
+CEILING_ABOVE = 0
+CEILING_BELOW = 1
+CEILING_BOUNDS = f"{CEILING_ABOVE} and {CEILING_BELOW}"
+#: What a tier change with a ceiling outside the bounds is told (the services' and the admin's words).
+CEILING_RULE = f"a ceiling must lie strictly between {CEILING_BOUNDS}"
 # A claim may be stamped a little ahead of the server's clock (client clock skew), not more.
 MAX_FUTURE_SKEW = timedelta(minutes=5)
 
@@ -98,16 +105,21 @@ def clean_content_confidence(confidence: Any) -> float | None:
     return clean_unit_interval("content_confidence", confidence)
 
 
+def is_ceiling(number: float) -> bool:
+    """Whether `number` may be a tier's ceiling κ: strictly between 0 and 1 (NaN is not)."""
+    return CEILING_ABOVE < number < CEILING_BELOW
+
+
 def clean_ceiling(field: str, ceiling: Any) -> float:
     """Return a tier ceiling strictly between 0 and 1, else raise a teaching error."""
     if isinstance(ceiling, bool) or not isinstance(ceiling, int | float):
-        raise BeliefInputError(field, f"{field} is a number strictly between 0 and 1, e.g. 0.98")
+        raise BeliefInputError(field, f"{field} is a number strictly between {CEILING_BOUNDS}, e.g. 0.98")
     as_float = float(ceiling)
-    if not 0.0 < as_float < 1.0:
+    if not is_ceiling(as_float):
         raise BeliefInputError(
             field,
-            f"a tier ceiling is strictly between 0 and 1 (no channel is never or always right); "
-            f"got {ceiling!r}",
+            f"a tier ceiling is strictly between {CEILING_BOUNDS} (no channel is never or always "
+            f"right); got {ceiling!r}",
         )
     return as_float
 
