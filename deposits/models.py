@@ -69,11 +69,11 @@ class DepositQuerySet(models.QuerySet["Deposit"]):
         return self.filter(retracted_at__isnull=True)
 
     def superseded(self) -> DepositQuerySet:
-        return self.filter(Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+        return self.filter(is_superseded())
 
     def live(self) -> DepositQuerySet:
         """Neither soft-retracted nor superseded."""
-        return self.not_retracted().exclude(Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+        return self.not_retracted().exclude(is_superseded())
 
     def directional(self) -> DepositQuerySet:
         return self.filter(polarity__in=DIRECTIONAL)
@@ -195,23 +195,46 @@ class Deposit(models.Model):
         return str(self.id)
 
 
+class ContradictionQuerySet(models.QuerySet["Contradiction"]):
+    def superseding(self) -> ContradictionQuerySet:
+        """The edges that supersede: their source (the correction) is not soft-retracted."""
+        return self.filter(superseding=True)
+
+
 class Contradiction(models.Model):
-    """A supersession edge: the newer deposit contradicts (supersedes) the older one."""
+    """A supersession edge: the newer deposit contradicts (supersedes) the older one.
+
+    Edges are kept for audit. Soft-retracting the newer deposit clears `superseding` in the
+    same transaction (domain.md, Live: a retracted correction no longer supersedes), so the
+    older deposit is live again unless another superseding edge still points at it.
+    """
 
     user_id = models.CharField(max_length=128)
     new_deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="edges_out")
     old_deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="edges_in")
     reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField()
+    superseding = models.BooleanField(default=True, db_default=True)
+
+    objects = ContradictionQuerySet.as_manager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["new_deposit", "old_deposit"], name="edge_unique_pair")
         ]
         indexes = [
-            models.Index(fields=["user_id", "old_deposit"], name="edge_user_old"),
+            models.Index(
+                fields=["user_id", "old_deposit"],
+                condition=models.Q(superseding=True),
+                name="edge_user_old_superseding",
+            ),
             models.Index(fields=["user_id", "new_deposit"], name="edge_user_new"),
         ]
+
+
+def is_superseded() -> Exists:
+    """The ORM form of "superseded": a superseding edge points at the deposit (OuterRef pk)."""
+    return Exists(Contradiction.objects.superseding().filter(old_deposit=OuterRef("pk")))
 
 
 class IdempotencyEntry(models.Model):

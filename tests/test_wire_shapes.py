@@ -60,7 +60,11 @@ def test_scopes_on_the_wire_are_the_domain_scope_and_the_bag_facets():
 def test_a_deposit_on_the_wire_is_the_domain_deposit_without_its_audit_state():
     domain = [f.name for f in fields(Deposit) if f.name not in AUDIT]
     assert sorted(names(DepositOut)) == sorted(["kind", *domain])
-    assert names(DepositDetailOut)[len(names(DepositOut)) :] == ["superseded_by", "retracted", "retracted_reason"]
+    assert names(DepositDetailOut)[len(names(DepositOut)) :] == [
+        "superseded_by",
+        "retracted",
+        "retracted_reason",
+    ]
 
 
 def test_a_snapshot_point_is_named_once_by_the_models_wire_fields():

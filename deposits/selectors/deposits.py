@@ -28,7 +28,7 @@ def as_uuid(raw: str) -> uuid.UUID | None:
 
 
 def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[uuid.UUID, list[str]]]:
-    """(what each deposit contradicts, what supersedes each), oldest edge first."""
+    """(what each deposit contradicts, what supersedes each now), oldest edge first."""
     outgoing: dict[uuid.UUID, list[str]] = defaultdict(list)
     incoming: dict[uuid.UUID, list[str]] = defaultdict(list)
     if not ids:
@@ -36,11 +36,12 @@ def _edges(ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, list[str]], dict[u
     edges = (
         Contradiction.objects.filter(Q(new_deposit_id__in=ids) | Q(old_deposit_id__in=ids))
         .order_by("created_at", "id")
-        .values_list("new_deposit_id", "old_deposit_id")
+        .values_list("new_deposit_id", "old_deposit_id", "superseding")
     )
-    for new, old in edges:
+    for new, old, superseding in edges:
         outgoing[new].append(str(old))
-        incoming[old].append(str(new))
+        if superseding:  # a retracted correction's edge stays for audit, superseding nothing
+            incoming[old].append(str(new))
     return outgoing, incoming
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import Count, Exists, Max, OuterRef
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from deposits.domain.types import DIRECTIONAL, Scope, is_live
-from deposits.models import Contradiction, Deposit, ScopeBag
+from deposits.models import Deposit, ScopeBag, is_superseded
 from deposits.search.postgres import TS_CONFIG
 from deposits.sql.bulk import insert_rows
 from deposits.sql.rules import live_sql
@@ -198,7 +198,7 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str) -> None:
         # The owner too: the deposit indexes lead with user_id (a bag holds one owner's deposits).
         Deposit.objects.filter(user_id=user_id, bag_id__in=ids)
         .not_retracted()
-        .annotate(superseded=Exists(Contradiction.objects.filter(old_deposit=OuterRef("pk"))))
+        .annotate(superseded=is_superseded())
         .values("bag_id", "polarity", "superseded")
         .annotate(count=Count("id"), newest=Max("created_at"))
     )

@@ -579,12 +579,18 @@ def deposit_retract(
 
 
 def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
+    """Retract `row`; if it is a correction, what it superseded is live again (domain.md, Live)
+    unless another superseding edge still points at it: bags, terms and episodes follow."""
     if row.retracted_at is None:
         now = timezone.now()
         Deposit.objects.filter(pk=row.pk).update(retracted_at=now, retracted_reason=reason or "")
-        bags_recount([row.bag_id], user_id=row.user_id)
+        corrected = Contradiction.objects.superseding().filter(new_deposit=row)
+        revived_bags = set(corrected.values_list("old_deposit__bag_id", flat=True))
+        corrected.update(superseding=False)
+        bags = sorted({row.bag_id, *revived_bags})
+        bags_recount(bags, user_id=row.user_id)
         closer = (ConflictEpisode.RETRACTION, row.pk)
-        episodes_sync(user_id=row.user_id, bag_ids=[row.bag_id], now=now, closers={row.bag_id: closer})
+        episodes_sync(user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer})
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
     preserved = tuple(
         str(i)

@@ -56,15 +56,19 @@ def holds_live_sql(bag: str = "bag") -> str:
 
 
 def superseded_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
-    """The deposit is the old side of a contradiction edge.
+    """The deposit is the old side of a superseding contradiction edge (its source, the
+    correction, is not soft-retracted: the edge's `superseding` flag, cleared by the retraction).
 
     With `owner_param` the edges are narrowed to one owner first (one %s: the user_id), which
     lets PostgreSQL hash that owner's edges once instead of probing per row; edges only ever
     link one owner's deposits, so both forms say the same.
     """
     if owner_param:
-        return f"{deposit}.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c WHERE c.user_id = %s)"
-    return f"EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = {deposit}.id)"
+        return (
+            f"{deposit}.id IN (SELECT c.old_deposit_id FROM deposits_contradiction c "
+            "WHERE c.user_id = %s AND c.superseding)"
+        )
+    return f"EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = {deposit}.id AND c.superseding)"
 
 
 def live_sql(deposit: str = "d", *, owner_param: bool = False) -> str:

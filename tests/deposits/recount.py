@@ -18,7 +18,12 @@ NEWEST = tuple(f"newest_{p}_at" for p in DIRECTIONAL)
 
 def recounted_bags() -> dict[str, dict[str, Any]]:
     """Every bag's counts and newest live times, computed from Deposit and Contradiction rows alone."""
-    superseded = set(Contradiction.objects.values_list("old_deposit_id", flat=True))
+    # domain.md, Live: an edge supersedes while its source (the correction) is not soft-retracted.
+    superseded = set(
+        Contradiction.objects.filter(new_deposit__retracted_at__isnull=True).values_list(
+            "old_deposit_id", flat=True
+        )
+    )
     counts: dict[str, dict[str, Any]] = defaultdict(
         lambda: {**dict.fromkeys(COLUMNS, 0), **dict.fromkeys(NEWEST)}
     )

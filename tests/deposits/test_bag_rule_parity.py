@@ -1,5 +1,6 @@
 """One definition of each bag rule: the Python rule, the ORM filters and every search backend's
-SQL give the same flags on random bags (every polarity mix, supersessions, retractions)."""
+SQL give the same flags on random bags (every polarity mix, supersessions, retractions, and
+retractions of corrections, which revive what they corrected)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,13 @@ def _write(user: str, ops: list[tuple[str, str, int]]) -> None:
 
 def _python_flags(user: str) -> dict[str, dict[str, bool]]:
     """The domain rules applied to the deposits themselves, recounted in Python."""
-    superseded = set(Contradiction.objects.filter(user_id=user).values_list("old_deposit_id", flat=True))
+    # domain.md, Live: superseded = the target of an edge whose source is not soft-retracted
+    # (read from the deposits themselves, not from the edge's flag the services keep).
+    superseded = set(
+        Contradiction.objects.filter(user_id=user, new_deposit__retracted_at__isnull=True).values_list(
+            "old_deposit_id", flat=True
+        )
+    )
     live: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(POLARITIES, 0))
     kept: dict[str, set[str]] = defaultdict(set)
     kept_superseded: dict[str, int] = defaultdict(int)
