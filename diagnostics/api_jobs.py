@@ -1,4 +1,6 @@
-"""Job runs in API v1: list and read them, start one. Admin keys confined to no prefix only."""
+"""Job runs in API v1: list and read them, start one (any of `job_runner.STARTABLE`, the one list
+of jobs a person may start, which `job_runner.job_start` checks). Admin keys confined to no
+prefix only."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ in the top app, is the only one that knows every job, so it runs them all: the C
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -37,16 +37,23 @@ JOBS: dict[str, Job] = {
     VERIFY_BELIEFS: lambda params, progress: beliefs_verify(progress=progress),
 }
 
+#: The jobs a person may start by hand (`job_start`): every job; the API starts any of them.
+STARTABLE: tuple[str, ...] = tuple(JOBS)
+#: What the jobs page offers: STARTABLE less `rebuild_beliefs`. A rebuild belongs to the change
+#: that needs it (a tier or channel change starts one over the channels it touched), so the page
+#: has no button that replays every belief at one click; an admin key may still ask the API.
+DASHBOARD_STARTABLE: tuple[str, ...] = tuple(name for name in STARTABLE if name != REBUILD_BELIEFS)
 
-def _known(name: str) -> str:
-    if name not in JOBS:
-        raise not_found(f"there is no job {name!r}; the jobs are: {', '.join(sorted(JOBS))}")
+
+def _known(name: str, among: Collection[str] = JOBS) -> str:
+    if name not in among:
+        raise not_found(f"there is no job {name!r}; the jobs are: {', '.join(sorted(among))}")
     return name
 
 
 def job_start(*, name: str, trigger: str, params: Mapping[str, Any] | None = None) -> JobRun:
-    """Record a queued run of a job by name and send it to a worker (the API, the dashboard)."""
-    return job_enqueue(name=_known(name), trigger=trigger, params=params)
+    """Record a queued run of a job a person started (one of STARTABLE) and send it to a worker."""
+    return job_enqueue(name=_known(name, STARTABLE), trigger=trigger, params=params)
 
 
 def job_execute(run_id: str | UUID) -> JobRun | None:

@@ -10,39 +10,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from math import ceil
 from typing import Any
 
-from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from atlaso_site.access.roles import is_operator, operator_required, reviewer_required
 from atlaso_site.job_runs.models import LOST, STALLED, JobRun, Status, Trigger
 from atlaso_site.job_runs.selectors import job_run_get
-from atlaso_site.lib.errors import AtlasoError
-from atlaso_site.lib.paging import MAX_OFFSET, Page
+from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
+from atlaso_site.lib.paging import Page
 from atlaso_site.lib.user_ids import is_user_id
-from atlaso_site.ui import charts
+from atlaso_site.ui import charts, pages
 from beliefs.selectors import belief_page
-from deposits.domain.types import FACETS, INT_FACETS
 from deposits.selectors.bags import Bag, bag_page
 from deposits.selectors.deposits import owner_exists
-from diagnostics import job_runner, selectors
+from diagnostics import forms, job_runner, selectors
 from diagnostics.domain.fmi import Pillars, band, explain
+from diagnostics.forms import HEALTH_DAYS, TREND_DAYS
 from diagnostics.models import Snapshot
 
 BAGS_PER_PAGE = 25
 OWNERS_PER_PAGE = 50
 RECENT_DEPOSITS = 6
 BELIEFS_SHOWN = 6
-TREND_DAYS = 30
-HEALTH_DAYS = (7, 30, 90)
 RUNS_PER_JOB = 10
-# What an operator may start from the jobs page (a belief rebuild follows a tier or channel change).
-STARTABLE = (job_runner.RECOMPUTE_DIAGNOSTICS, job_runner.VERIFY_BELIEFS, job_runner.EXPIRE_IDEMPOTENCY_KEYS)
 JOB_DESCRIPTIONS = {
     job_runner.RECOMPUTE_DIAGNOSTICS: "Snapshots the FMI of every owner with activity since its last snapshot, "
     "then the deployment's; thins snapshots older than 90 days (beat: every FMI_SNAPSHOT_MINUTES).",
@@ -64,36 +59,7 @@ ACTIVE = (Status.QUEUED, Status.RUNNING)
 NO_OUTCOMES = "No confirmations yet: each Confirm on a belief page records one."
 
 
-# ---- Small parsers ------------------------------------------------------------------------
-
-
-def _page_number(query: QueryDict, size: int) -> int:
-    """The `page` asked for, 1 when absent or malformed, never past the largest offset."""
-    try:
-        number = int(query.get("page", "1"))
-    except ValueError:
-        return 1
-    return max(1, min(number, MAX_OFFSET // size))
-
-
-@dataclass(frozen=True, slots=True)
-class Pager:
-    """A page of a list as the pagination links need it."""
-
-    page: Page[Any]
-    number: int
-
-    @property
-    def pages(self) -> int:
-        return max(1, ceil(self.page.total / self.page.limit))
-
-    @property
-    def previous(self) -> int | None:
-        return self.number - 1 if self.number > 1 else None
-
-    @property
-    def next(self) -> int | None:
-        return self.number + 1 if self.page.has_next else None
+# ---- Small helpers ------------------------------------------------------------------------
 
 
 def _span(hours: float | None) -> timedelta | None:
@@ -105,10 +71,6 @@ def _span(hours: float | None) -> timedelta | None:
     if hours < 48:
         return timedelta(hours=round(hours))
     return timedelta(days=round(hours / 24))
-
-
-def _not_found(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "diagnostics/not_found.html", {"message": message}, status=404)
 
 
 # ---- Charts from snapshots ----------------------------------------------------------------
@@ -330,48 +292,26 @@ def _owner_columns(current: str) -> list[dict[str, Any]]:
 @reviewer_required
 def owner_list(request: HttpRequest) -> HttpResponse:
     """Every owner with live deposits: prefix search, sortable columns, pages."""
-    prefix = request.GET.get("q", "").strip()
-    sort = request.GET.get("sort", selectors.DEFAULT_OWNER_SORT)
-    if sort.removeprefix("-") not in selectors.OWNER_SORTS:
-        sort = selectors.DEFAULT_OWNER_SORT
-    number = _page_number(request.GET, OWNERS_PER_PAGE)
-    page = selectors.owner_page(
-        prefix=prefix, sort=sort, limit=OWNERS_PER_PAGE, offset=(number - 1) * OWNERS_PER_PAGE
-    )
+    search = forms.OwnerSearchForm(request.GET).read()
+    prefix, sort = search["q"], search["sort"]
+    offset = pages.offset_of(pages.page_number(request.GET, size=OWNERS_PER_PAGE), OWNERS_PER_PAGE)
+    # Every prefix of an owner id is well formed: a malformed one matches nothing, unasked.
+    malformed_prefix = bool(prefix) and not is_user_id(prefix)
+    if malformed_prefix:
+        page: Page[selectors.OwnerRow] = Page(items=[], total=0, limit=OWNERS_PER_PAGE, offset=offset)
+    else:
+        page = selectors.owner_page(prefix=prefix, sort=sort, limit=OWNERS_PER_PAGE, offset=offset)
     context = {
         "q": prefix,
         "sort": sort,
         "columns": _owner_columns(sort),
-        "pager": Pager(page, number),
-        "malformed_prefix": bool(prefix) and not is_user_id(prefix),
+        "pager": pages.Pager.of(request, page, noun="owner"),
+        "malformed_prefix": malformed_prefix,
     }
-    template = "diagnostics/owners.html#owners" if request.htmx else "diagnostics/owners.html"
-    return render(request, template, context)
+    return render(request, pages.template_for(request, "diagnostics/owners.html", "owners"), context)
 
 
 # ---- One owner ----------------------------------------------------------------------------
-
-
-def _facet_filters(query: QueryDict) -> tuple[dict[str, Any], list[str]]:
-    """The facets asked for (blank means any), and a message for each malformed number."""
-    facets: dict[str, Any] = {}
-    problems = []
-    for facet in FACETS:
-        raw = query.get(facet, "").strip().replace("\x00", "")
-        if not raw:
-            continue
-        if facet in INT_FACETS:
-            try:
-                facets[facet] = int(raw)
-            except ValueError:
-                problems.append(f"{facet} must be a whole number; “{raw}” is not, so it was not applied.")
-                continue
-            if abs(facets[facet]) >= 2**63:
-                del facets[facet]
-                problems.append(f"{facet} is out of range, so it was not applied.")
-        else:
-            facets[facet] = raw
-    return facets, problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,29 +325,34 @@ class BagRow:
         return [(facet, value) for facet, value in self.bag.scope.facets_dict().items() if value is not None]
 
 
+def _owner_known(user_id: str) -> None:
+    """Raise not found for an owner id nothing was ever deposited for."""
+    if not owner_exists(user_id):
+        raise AtlasoError(NOT_FOUND, pages.NO_OWNER)
+
+
 @require_GET
 @reviewer_required
+@pages.owner_view
 def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
     """One owner: FMI and trend, conflict backlog, its bags (filtered in place), deposits, beliefs."""
-    if not is_user_id(user_id) or not owner_exists(user_id):
-        return _not_found(request, "No memory owner has this id: nothing was ever deposited for it.")
-    facets, problems = _facet_filters(request.GET)
-    only_conflicts = request.GET.get("conflict") == "1"
-    number = _page_number(request.GET, BAGS_PER_PAGE)
+    _owner_known(user_id)
+    bag_filter = forms.BagFilterForm(request.GET)
+    facets, only_conflicts = bag_filter.facets, bag_filter.read()["conflict"]
     bags = bag_page(
         user_id=user_id,
         conflict=True if only_conflicts else None,
         facets=facets,
         limit=BAGS_PER_PAGE,
-        offset=(number - 1) * BAGS_PER_PAGE,
+        offset=pages.offset_of(pages.page_number(request.GET, size=BAGS_PER_PAGE), BAGS_PER_PAGE),
     )
     context: dict[str, Any] = {
         "user_id": user_id,
-        "bags": Pager(bags, number),
+        "bags": pages.Pager.of(request, bags, noun="bag"),
         "bag_rows": [BagRow(bag) for bag in bags.items],
-        "facets": {facet: request.GET.get(facet, "") for facet in FACETS},
+        "facets": bag_filter.typed,
         "only_conflicts": only_conflicts,
-        "problems": problems,
+        "problems": bag_filter.problems,
         "filtered": bool(facets) or only_conflicts,
     }
     if request.htmx:
@@ -435,21 +380,33 @@ def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
 @reviewer_required
 def health_trends(request: HttpRequest) -> HttpResponse:
     """FMI, pillars and the conflict backlog over 7, 30 or 90 days, for the deployment or an owner."""
-    try:
-        days = int(request.GET.get("days", TREND_DAYS))
-    except ValueError:
-        days = TREND_DAYS
-    days = days if days in HEALTH_DAYS else TREND_DAYS
-    owner = request.GET.get("owner", "").strip()
-    if owner and (not is_user_id(owner) or not owner_exists(owner)):
-        return _not_found(request, "No memory owner has this id: nothing was ever deposited for it.")
+    query = forms.HealthForm(request.GET).read()
+    if query["owner"]:
+        return _owner_health(request, query["owner"], days=query["days"])
     now = timezone.now()
-    if owner:
-        history = selectors.health_history(user_id=owner, days=days, now=now)
-        points, backlog = history.points, history.backlog
-    else:
-        deployment = selectors.deployment_trend(days=days, now=now)
-        points, backlog = deployment.points, deployment.backlog
+    deployment = selectors.deployment_trend(days=query["days"], now=now)
+    return _health_page(request, deployment, owner="", days=query["days"], now=now)
+
+
+@pages.owner_view
+def _owner_health(request: HttpRequest, user_id: str, *, days: int) -> HttpResponse:
+    """The health page of one owner (`?owner=`), its id guarded as an owner page's is."""
+    _owner_known(user_id)
+    now = timezone.now()
+    history = selectors.health_history(user_id=user_id, days=days, now=now)
+    return _health_page(request, history, owner=user_id, days=days, now=now)
+
+
+def _health_page(
+    request: HttpRequest,
+    trend: selectors.HealthHistory | selectors.DeploymentTrend,
+    *,
+    owner: str,
+    days: int,
+    now: datetime,
+) -> HttpResponse:
+    """The health page of `trend`'s snapshots and backlog, with calibration (always deployment-wide)."""
+    points, backlog = trend.points, trend.backlog
     calibration = selectors.calibration()
     context = {
         "days": days,
@@ -485,7 +442,7 @@ def job_runs(request: HttpRequest) -> HttpResponse:
             }
             for name in job_runner.JOBS
         ],
-        "startable": STARTABLE if is_operator(request.user) else (),
+        "startable": job_runner.DASHBOARD_STARTABLE if is_operator(request.user) else (),
     }
     return render(request, "diagnostics/jobs.html", context)
 
@@ -497,7 +454,7 @@ def job_run(request: HttpRequest, run_id: str) -> HttpResponse:
     try:
         run = job_run_get(run_id=run_id)
     except AtlasoError as error:
-        return _not_found(request, error.message)
+        return pages.not_found(request, error.message)
     row = _rows([run], timezone.now())[0]
     template = "diagnostics/jobs.html#run-row" if request.htmx else "diagnostics/job_run.html"
     return render(request, template, {"row": row})
@@ -507,8 +464,9 @@ def job_run(request: HttpRequest, run_id: str) -> HttpResponse:
 @operator_required
 def job_start(request: HttpRequest, name: str) -> HttpResponse:
     """Queue a run (trigger `dashboard`) through the runner the API uses; back to the jobs page."""
-    if name not in STARTABLE:
-        return _not_found(request, f"There is no job {name!r} to start here.")
-    run = job_runner.job_start(name=name, trigger=Trigger.DASHBOARD)
-    messages.success(request, f"Started {name}: run {run.pk} is queued; its row follows it below.")
-    return redirect("diagnostics:jobs")
+    form = forms.JobStartForm({"name": name})
+    if not form.is_valid():
+        return pages.not_found(request, f"There is no job {name!r} to start here.")
+    run = job_runner.job_start(name=form.cleaned_data["name"], trigger=Trigger.DASHBOARD)
+    pages.flash(request, f"Started {name}: run {run.pk} is queued; its row follows it below.")
+    return redirect(reverse("diagnostics:jobs"))

@@ -16,21 +16,22 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 REVIEWER = "reviewer"
 OPERATOR = "operator"
 ROLES = (REVIEWER, OPERATOR)
 
-# The frame's navigation: (label, path, role needed). The paths are fixed: outside browser
-# tests are written against them.
+# The frame's navigation: (label, url name, role needed). Their paths are fixed (/, /owners/,
+# /conflicts/, /health/, /jobs/, /provenance/): outside browser tests are written against them.
 NAVIGATION = (
-    ("Overview", "/", REVIEWER),
-    ("Owners", "/owners/", REVIEWER),
-    ("Conflicts", "/conflicts/", REVIEWER),
-    ("Health", "/health/", REVIEWER),
-    ("Jobs", "/jobs/", REVIEWER),
-    ("Provenance", "/provenance/", OPERATOR),
+    ("Overview", "diagnostics:overview", REVIEWER),
+    ("Owners", "diagnostics:owners", REVIEWER),
+    ("Conflicts", "deposits:conflicts", REVIEWER),
+    ("Health", "diagnostics:health", REVIEWER),
+    ("Jobs", "diagnostics:jobs", REVIEWER),
+    ("Provenance", "beliefs:provenance", OPERATOR),
 )
 
 _ROLE_CACHE = "_atlaso_roles"
@@ -130,8 +131,9 @@ def dashboard(request: HttpRequest) -> dict[str, Any]:
     def navigation() -> list[dict[str, Any]]:
         held = roles_of(user)
         items = []
-        for label, path, role in NAVIGATION:
+        for label, name, role in NAVIGATION:
             if role in held:
+                path = reverse(name)
                 current = request.path == path if path == "/" else request.path.startswith(path)
                 items.append({"label": label, "path": path, "current": current})
         return items

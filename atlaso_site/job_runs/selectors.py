@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.errors import not_found
-from atlaso_site.lib.paging import Page
+from atlaso_site.lib.paging import Page, page_of
 
 
 def job_run_page(
@@ -26,10 +26,7 @@ def job_run_page(
         runs = runs.filter(name=name)
     if status is not None:
         runs = runs.reported(status, now=now or timezone.now())
-    items = list(runs.order_by("-queued_at", "-id")[offset : offset + limit])
-    # A first page that is not full is the whole list: no need to count it.
-    total = len(items) if offset == 0 and len(items) < limit else runs.count()
-    return Page(items=items, total=total, limit=limit, offset=offset)
+    return page_of(runs.order_by("-queued_at", "-id"), limit=limit, offset=offset)
 
 
 def job_run_get(*, run_id: str) -> JobRun:
