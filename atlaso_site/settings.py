@@ -179,6 +179,9 @@ INSTALLED_APPS = [
 ]
 # The benchmarks and the load test (seed_bench, bench, bench_beliefs, bench_client, loadtest) are
 # tools for the people who measure Atlaso, not part of what it serves: their commands exist only
+# How long a reviewer's claim on a conflict lasts without activity (dashboard.md, Claims).
+ATLASO_CLAIM_MINUTES = env_float("ATLASO_CLAIM_MINUTES", 10.0, low=0.001, high=24 * 60.0)
+
 # with ATLASO_BENCH=true (`make bench` sets it; so does the test suite, which tests them).
 ATLASO_BENCH = env_bool("ATLASO_BENCH", False)
 if ATLASO_BENCH:

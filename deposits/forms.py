@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.forms import NON_FIELD_ERRORS
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.ui.pages import page_number
@@ -104,7 +105,11 @@ class RefusableForm(forms.Form):
     #: Where a refusal naming no field of this form is shown (None: above the form).
     refusal_field: str | None = None
 
+    #: The code of the service's refusal, once refused.
+    refusal_code: str | None = None
+
     def refuse(self, error: AtlasoError) -> None:
+        self.refusal_code = error.code
         named = str(error.details.get("field", "")).removeprefix("scope.")
         self.add_error(named if named in self.fields else self.refusal_field, error.message)
 
@@ -127,6 +132,8 @@ class ResolveForm(RefusableForm):
 
     keep = ValuesField()
     reason = TextField()
+    # The "… holds" button pressed, if one was: keep every live deposit of that side.
+    holds = TextField(strip=True)
 
     @property
     def kept(self) -> frozenset[str]:
@@ -151,6 +158,64 @@ class QueueFilter(forms.Form):
 
 class QueueResolveForm(ResolveForm, QueueFilter):
     """Resolve from the queue: the Resolve form, and the queue it came from (hidden `owner` and `page`)."""
+
+
+# ---- The review desk -------------------------------------------------------------------------
+
+
+class DeskFilter(forms.Form):
+    """The desk's query: an owner id prefix (`owner`), as the queue's."""
+
+    owner = TextField(strip=True)
+
+    def clean_owner(self) -> str:
+        return self.cleaned_data["owner"][:MAX_OWNER_PREFIX]
+
+    def owner_prefix(self) -> str:
+        self.is_valid()
+        return self.cleaned_data["owner"]
+
+
+class DeskResolveForm(ResolveForm, DeskFilter):
+    """Resolve on the desk: ticks or a "… holds" button, the reason, and the desk's filter."""
+
+
+class SkipForm(RefusableForm, DeskFilter):
+    """Skip on the desk: an optional note for oneself."""
+
+    note = TextField(strip=True, max_length=2000)
+    refusal_field = "note"
+
+
+class NextForm(forms.Form):
+    """Where an action on a conflict goes back to (Undo, Take over): a path on this site."""
+
+    next = TextField(strip=True)
+
+    def target(self, request: Any, default: str) -> str:
+        self.is_valid()
+        wanted = self.cleaned_data.get("next") or ""
+        safe = url_has_allowed_host_and_scheme(
+            wanted, allowed_hosts={request.get_host()}, require_https=False
+        )
+        return wanted if wanted.startswith("/") and safe else default
+
+
+class ResolvedFilter(forms.Form):
+    """The resolved list's query: only mine (`mine=1`), an owner id prefix, a page."""
+
+    mine = TextField(strip=True)
+    owner = TextField(strip=True)
+    page = PageField(size=QUEUE_PAGE_SIZE)
+
+    def clean_owner(self) -> str:
+        return self.cleaned_data["owner"][:MAX_OWNER_PREFIX]
+
+    def query(self) -> tuple[bool, str, int]:
+        if not self.is_valid():
+            return False, "", 1
+        data = self.cleaned_data
+        return data["mine"] == "1", data["owner"], data["page"]
 
 
 # ---- Retract and Erase -----------------------------------------------------------------------

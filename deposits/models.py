@@ -294,3 +294,68 @@ class ConflictEpisode(models.Model):
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
+
+
+# ---- The review desk: who is on a conflict, what each reviewer skipped, what was resolved ----
+
+
+class ReviewClaim(models.Model):
+    """A reviewer's hold on a bag in conflict, expiring by itself at `expires_at`.
+
+    One row per bag: taking a claim is one conditional write on it (deposits.sql.claims), so two
+    reviewers can never hold one bag. An expired row is as good as none and is overwritten.
+    """
+
+    bag = models.OneToOneField(ScopeBag, primary_key=True, on_delete=models.CASCADE, related_name="claim")
+    user_id = models.CharField(max_length=128)
+    reviewer = models.CharField(max_length=150)
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    # Who held it before a Take over, until their next page tells them; then cleared.
+    taken_from = models.CharField(max_length=150, null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["reviewer", "expires_at"], name="claim_reviewer_expires"),
+            models.Index(
+                fields=["taken_from"], condition=models.Q(taken_from__isnull=False), name="claim_taken_from"
+            ),
+        ]
+
+
+class ReviewSkip(models.Model):
+    """A bag a reviewer skipped on the desk: handed to them again only after every other conflict."""
+
+    reviewer = models.CharField(max_length=150)
+    bag = models.ForeignKey(ScopeBag, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    note = models.TextField(blank=True, default="")
+    skipped_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["reviewer", "bag"], name="skip_reviewer_bag")]
+
+
+class Resolution(models.Model):
+    """A reviewer's Resolve: its resolution deposit (content = the reason), the side that held, and
+    who undid it. Erasing the deposit erases this record too: nothing of erased content stays."""
+
+    deposit = models.OneToOneField(
+        Deposit, primary_key=True, on_delete=models.CASCADE, related_name="resolution"
+    )
+    user_id = models.CharField(max_length=128)
+    bag = models.ForeignKey(ScopeBag, on_delete=models.CASCADE, related_name="+", db_index=False)
+    reviewer = models.CharField(max_length=150)
+    side = models.CharField(max_length=16)
+    kept = models.IntegerField()
+    superseded = models.IntegerField()
+    created_at = models.DateTimeField()
+    undone_by = models.CharField(max_length=150, null=True)
+    undone_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["created_at"], name="resolution_created"),
+            models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
+            models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
+        ]

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from deposits import views
+from deposits import desk, views
 
 app_name = "deposits"
 
 urlpatterns = [
     path("conflicts/", views.conflicts, name="conflicts"),
+    path("conflicts/next/", desk.desk, name="desk"),
+    path("conflicts/next/<str:user_id>/<str:bag_id>/resolve/", desk.desk_resolve, name="desk-resolve"),
+    path("conflicts/next/<str:user_id>/<str:bag_id>/skip/", desk.desk_skip, name="desk-skip"),
+    path("conflicts/next/<str:user_id>/<str:bag_id>/return/", desk.desk_return, name="desk-return"),
+    path("conflicts/resolved/", desk.resolved, name="resolved"),
+    path("conflicts/resolved/<str:user_id>/<str:deposit_id>/undo/", desk.undo, name="undo"),
+    path("conflicts/<str:user_id>/<str:bag_id>/take-over/", desk.take_over, name="take-over"),
     path("conflicts/<str:user_id>/<str:bag_id>/resolve/", views.queue_resolve, name="queue-resolve"),
     path("owners/<str:user_id>/bags/<str:bag_id>/", views.bag, name="bag"),
     path("owners/<str:user_id>/bags/<str:bag_id>/resolve/", views.bag_resolve_view, name="bag-resolve"),

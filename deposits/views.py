@@ -41,7 +41,16 @@ from deposits.forms import (
 from deposits.selectors.bags import QueueItem, bag_detail, conflict_queue, queue_item
 from deposits.selectors.deposits import Edge, channel_tiers, deposit_detail, edges_touching, owner_exists
 from deposits.selectors.recall import SearchResults, recall
-from deposits.services.deposits import AddResult, bag_resolve, deposit_retract
+from deposits.selectors.review import (
+    Claim,
+    ResolutionRecord,
+    bag_resolutions,
+    claim_on,
+    claims_on,
+    resolution,
+)
+from deposits.services.deposits import AddResult, deposit_retract
+from deposits.services.review import bag_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +93,15 @@ class QueueEntry:
     item: QueueItem
     sides: tuple[Group, ...]
     form: ResolveForm = field(default_factory=ResolveForm)
+    claim: Claim | None = None
+    # Whether the claim is someone else's: then only Take over is offered.
+    held_by_other: bool = False
 
     @property
     def resolvable_here(self) -> bool:
-        """In conflict and every live directional deposit shown: none is superseded unseen."""
-        return self.item.bag.has_disagreement and self.item.more == 0
+        """In conflict, nobody else on it, and every live directional deposit shown: none is
+        superseded unseen."""
+        return self.item.bag.has_disagreement and self.item.more == 0 and not self.held_by_other
 
 
 def _rows(records: Iterable[DepositRecord], edges: Sequence[Edge] = ()) -> list[Row]:
@@ -139,6 +152,7 @@ def _resolve(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm)
             user_id=user_id,
             bag_id=bag_id,
             keep=sorted(form.kept),
+            side=form.cleaned_data["holds"] or None,
             reason=form.cleaned_data["reason"],
             reviewer=request.user.get_username(),
         )
@@ -148,7 +162,23 @@ def _resolve(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm)
         form.refuse(error)
         return False
     flash(request, _resolved_message(user_id, result))
+    request.session[LAST_RESOLUTION] = {"user_id": user_id, "deposit_id": result.deposit.id}
     return True
+
+
+LAST_RESOLUTION = "atlaso.last_resolution"
+
+
+def last_resolution(request: HttpRequest) -> ResolutionRecord | None:
+    """The resolution just made, once: the confirmation that offers its Undo (and `u`)."""
+    last = request.session.pop(LAST_RESOLUTION, None)
+    if not isinstance(last, dict):
+        return None
+    try:
+        record = resolution(user_id=str(last.get("user_id")), deposit_id=str(last.get("deposit_id")))
+    except AtlasoError:  # erased meanwhile
+        return None
+    return None if record.undone else record
 
 
 def _resolved_message(user_id: str, result: AddResult) -> str:
@@ -170,13 +200,25 @@ def _queue_url(owner: str, number: int) -> str:
     return reverse("deposits:conflicts") + (f"?{urlencode(query)}" if query else "")
 
 
-def _queue_entry(item: QueueItem, form: ResolveForm) -> QueueEntry:
-    return QueueEntry(item=item, sides=_groups(_rows(item.deposits), item.bag.stats, DIRECTIONAL), form=form)
+def _queue_entry(request: HttpRequest, item: QueueItem, form: ResolveForm) -> QueueEntry:
+    claim = claim_on(item.bag.bag_id)
+    return QueueEntry(
+        item=item,
+        sides=_groups(_rows(item.deposits), item.bag.stats, DIRECTIONAL),
+        form=form,
+        claim=claim,
+        held_by_other=claim is not None and claim.held_by_other(request.user.get_username()),
+    )
 
 
-def _queue_entries(items: Sequence[QueueItem], failed: QueueEntry | None) -> list[QueueEntry]:
-    """Each item with its tiers (one query for the page); a failed resolution shown in its place."""
+def _queue_entries(
+    request: HttpRequest, items: Sequence[QueueItem], failed: QueueEntry | None
+) -> list[QueueEntry]:
+    """Each item with its tiers and claim (one query each for the page); a failed resolution
+    shown in its place."""
     tiers = channel_tiers(d.channel for item in items for d in item.deposits)
+    claims = claims_on(item.bag.bag_id for item in items)
+    reviewer = request.user.get_username()
     entries = []
     for item in items:
         if failed is not None and item.bag.bag_id == failed.item.bag.bag_id:
@@ -184,7 +226,15 @@ def _queue_entries(items: Sequence[QueueItem], failed: QueueEntry | None) -> lis
             failed = None
             continue
         rows = [Row(deposit=d, tier=tiers.get(d.channel or "")) for d in item.deposits]
-        entries.append(QueueEntry(item=item, sides=_groups(rows, item.bag.stats, DIRECTIONAL)))
+        claim = claims.get(item.bag.bag_id)
+        entries.append(
+            QueueEntry(
+                item=item,
+                sides=_groups(rows, item.bag.stats, DIRECTIONAL),
+                claim=claim,
+                held_by_other=claim is not None and claim.held_by_other(reviewer),
+            )
+        )
     if failed is not None:  # it left the queue meanwhile: shown first, with what was sent
         entries.insert(0, failed)
     return entries
@@ -218,9 +268,11 @@ def _queue(request: HttpRequest, owner: str, number: int, failed: QueueEntry | N
     context = {
         "page": page,
         "pager": pager,
-        "entries": _queue_entries(page.items, failed),
+        "entries": _queue_entries(request, page.items, failed),
         "owner": owner,
         "number": pager.number,
+        "last": last_resolution(request),
+        "here": _queue_url(owner, pager.number),
     }
     if request.htmx:
         response = render(request, "deposits/conflicts.html#queue", context)
@@ -251,9 +303,9 @@ def queue_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespon
         if request.htmx:
             return _queue(request, owner, number)
         return redirect(_queue_url(owner, number))
-    failed = _queue_entry(queue_item(user_id=user_id, bag_id=bag_id), form)
+    failed = _queue_entry(request, queue_item(user_id=user_id, bag_id=bag_id), form)
     if request.htmx:
-        context = {"entry": failed, "owner": owner, "number": number}
+        context = {"entry": failed, "owner": owner, "number": number, "here": _queue_url(owner, number)}
         response = render(request, "deposits/conflicts.html#item", context)
         return reswap(retarget(response, f"#item-{bag_id}"), "outerHTML")
     return _queue(request, owner, number, failed=failed)
@@ -267,12 +319,20 @@ def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm | No
     bag = bag_detail(user_id=user_id, bag_id=_bag_id(user_id, bag_id))
     edges = edges_touching(user_id=user_id, deposit_ids=[d.id for d in bag.deposits])
     groups = _groups(_rows(bag.deposits, edges), bag.stats, POLARITIES)
+    claim = claim_on(bag.bag_id) if bag.has_disagreement else None
     context = {
         "bag": bag,
         "groups": groups,
         "edges": edges,
         "superseded": sum(group.superseded for group in groups),
         "form": form or ResolveForm(),
+        "claim": claim,
+        "held_by_other": claim is not None and claim.held_by_other(request.user.get_username()),
+        "can_resolve": bag.has_disagreement
+        and not (claim is not None and claim.held_by_other(request.user.get_username())),
+        "resolutions": bag_resolutions(user_id=user_id, bag_id=bag.bag_id),
+        "last": last_resolution(request),
+        "here": reverse("deposits:bag", args=[user_id, bag.bag_id]),
     }
     template = template_for(request, "deposits/bag.html", "bag")
     return render(request, template, context, status=_form_status(request, form is not None))

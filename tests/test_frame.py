@@ -18,7 +18,7 @@ from tests.cast import make_login
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dashboard_urls")]
 
-ALL = ["Overview", "Owners", "Conflicts", "Health", "Jobs", "Provenance"]
+ALL = ["Overview", "Owners", "Conflicts", "Review desk", "Health", "Jobs", "Provenance"]
 
 
 def nav_labels(html: str) -> list[str]:
@@ -28,7 +28,7 @@ def nav_labels(html: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("role", "labels"),
-    [("reviewer", ALL[:5]), ("operator", ALL), ("superuser", ALL)],
+    [("reviewer", ALL[:6]), ("operator", ALL), ("superuser", ALL)],
 )
 def test_the_navigation_shows_provenance_only_to_operators(client, role, labels):
     client.force_login(make_login(role))

@@ -24,11 +24,12 @@ OPERATOR = "operator"
 ROLES = (REVIEWER, OPERATOR)
 
 # The frame's navigation: (label, url name, role needed). Their paths are fixed (/, /owners/,
-# /conflicts/, /health/, /jobs/, /provenance/): outside browser tests are written against them.
+# /conflicts/, /conflicts/next/, /health/, /jobs/, /provenance/): outside browser tests are written against them.
 NAVIGATION = (
     ("Overview", "diagnostics:overview", REVIEWER),
     ("Owners", "diagnostics:owners", REVIEWER),
     ("Conflicts", "deposits:conflicts", REVIEWER),
+    ("Review desk", "deposits:desk", REVIEWER),
     ("Health", "diagnostics:health", REVIEWER),
     ("Jobs", "diagnostics:jobs", REVIEWER),
     ("Provenance", "beliefs:provenance", OPERATOR),
@@ -130,12 +131,22 @@ def dashboard(request: HttpRequest) -> dict[str, Any]:
 
     def navigation() -> list[dict[str, Any]]:
         held = roles_of(user)
-        items = []
-        for label, name, role in NAVIGATION:
-            if role in held:
-                path = reverse(name)
-                current = request.path == path if path == "/" else request.path.startswith(path)
-                items.append({"label": label, "path": path, "current": current})
+        items = [
+            {"label": label, "path": reverse(name), "current": False}
+            for label, name, role in NAVIGATION
+            if role in held
+        ]
+        # The current page is the item whose path is the longest prefix of the request's
+        # (the desk, /conflicts/next/, is not also the queue, /conflicts/).
+        matching = [
+            item
+            for item in items
+            if (
+                request.path == item["path"] if item["path"] == "/" else request.path.startswith(item["path"])
+            )
+        ]
+        if matching:
+            max(matching, key=lambda item: len(item["path"]))["current"] = True
         return items
 
     return {

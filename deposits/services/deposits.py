@@ -26,12 +26,12 @@ from atlaso_site.lib.errors import (
     not_found,
 )
 from beliefs.domain.values import BeliefInputError, clean_observed_at
-from beliefs.models import HUMAN_REVIEW_CHANNEL, Channel, ProvenanceTier
+from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import observation_record, observations_erase, observations_withdraw
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import WINDOW, payload_fingerprint
-from deposits.domain.types import EVIDENCE_GRADES, FACETS, BeliefRef, Scope
+from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import (
     BeliefClaim,
@@ -39,15 +39,12 @@ from deposits.domain.validation import (
     BulkItem,
     CorrectionDraft,
     DepositDraft,
-    validate_correction,
     validate_enum,
     validate_idempotency_key,
-    validate_reason,
     validate_scope,
     validate_user_id,
 )
-from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog, ScopeBag
-from deposits.selectors.bags import stats_of
+from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog
 from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
 from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
@@ -601,70 +598,6 @@ def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
     return RetractResult(deposit_id=str(row.pk), mode="soft", contradicts_preserved=preserved)
 
 
-ALREADY_RESOLVED = "already_resolved"
-
-
-def bag_resolve(*, user_id: str, bag_id: str, keep: Sequence[str], reason: str, reviewer: str) -> AddResult:
-    """A reviewer settles a bag in conflict: one `human_review` deposit that keeps `keep` and
-    contradicts every other live directional deposit of the bag, in one transaction.
-
-    It copies the kept deposits' polarity, best grade, scope and artifacts, so it passes the
-    gate whenever they did. Kept deposits that disagree, or a bag no longer in conflict (someone
-    resolved it first), raise and write nothing.
-    """
-    validate_user_id(user_id)
-    reason = validate_reason(reason)
-    with transaction.atomic():
-        # Every write takes deposit locks before bag rows (see _lock_targets): the bag's live
-        # directional deposits first, in id order, so an agent correcting one of them meanwhile
-        # waits for this resolution (or it for the agent) and never deadlocks with it. Then the
-        # bag row: two reviewers resolving one bag run one after the other.
-        list(
-            Deposit.objects.filter(user_id=user_id, bag_id=bag_id)
-            .live()
-            .directional()
-            .select_for_update(no_key=True)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        bag = ScopeBag.objects.select_for_update().filter(user_id=user_id, id=bag_id).first()
-        if bag is None:
-            raise not_found(f"no bag {bag_id!r} for user {user_id!r}")
-        if not stats_of(bag).has_disagreement:
-            raise AtlasoError(
-                ALREADY_RESOLVED, "this bag is no longer in conflict: it was resolved meanwhile"
-            )
-        live = list(
-            Deposit.objects.filter(user_id=user_id, bag_id=bag_id).live().directional().order_by("created_at")
-        )
-        kept = [d for d in live if str(d.pk) in set(keep)]
-        if not kept:
-            raise invalid("keep", "tick at least one live deposit of this bag to keep")
-        if len(kept) < len(set(keep)):
-            raise AtlasoError(
-                ALREADY_RESOLVED, "a deposit you chose to keep is no longer live: the bag changed meanwhile"
-            )
-        sides = sorted({d.polarity for d in kept})
-        if len(sides) > 1:
-            raise invalid(
-                "keep", f"the deposits you kept disagree ({', '.join(sides)}); keep deposits of one polarity"
-            )
-        grade = max((d.evidence_grade for d in kept), key=EVIDENCE_GRADES.index)
-        artifacts = list(dict.fromkeys(ref for d in kept for ref in d.artifact_refs))
-        data = {
-            "content": reason,
-            "polarity": sides[0],
-            "evidence_grade": grade,
-            "scope": {facet: getattr(bag, facet) for facet in FACETS},
-            "artifact_refs": artifacts,
-            "contradicts": [str(d.pk) for d in live if d not in kept],
-            "author": reviewer,
-            "author_role": "reviewer",
-            "reason": reason,
-        }
-        return deposit_contradict(correction=validate_correction(user_id, data), channel=HUMAN_REVIEW_CHANNEL)
-
-
 def recall_record(*, user_id: str, results: SearchResults, now: datetime | None = None) -> None:
     """Count an agent's recall toward the owner's Coverage pillar (the dashboard's playground does not)."""
     RecallLog.objects.create(
@@ -701,7 +634,6 @@ __all__ = [
     "AddManyResult",
     "AddResult",
     "RetractResult",
-    "bag_resolve",
     "deposit_add",
     "deposit_add_many",
     "deposit_contradict",

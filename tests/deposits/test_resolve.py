@@ -11,7 +11,7 @@ from atlaso_site.lib.errors import AtlasoError
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.selectors.bags import conflict_queue
 from deposits.selectors.deposits import deposit_detail
-from deposits.services.deposits import bag_resolve
+from deposits.services.review import bag_resolve
 from tests.deposits.scenario import NARROW, correct, put
 
 pytestmark = pytest.mark.django_db

@@ -23,7 +23,8 @@ from deposits.domain.idempotency import idempotency_key
 from deposits.domain.validation import validate_correction, validate_deposit
 from deposits.models import Deposit, RecallLog
 from deposits.selectors.recall import recall
-from deposits.services.deposits import bag_resolve, deposit_add, deposit_contradict, recall_record
+from deposits.services.deposits import deposit_add, deposit_contradict, recall_record
+from deposits.services.review import bag_resolve
 from diagnostics import job_runner
 from diagnostics.domain.fmi import Pillars
 from diagnostics.models import Snapshot
