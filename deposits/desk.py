@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,6 +27,7 @@ from deposits.services.review import (
     ALREADY_RESOLVED,
     claim_bag,
     claim_next,
+    claim_release,
     claim_renew,
     claim_span,
     claim_take_over,
@@ -212,8 +213,14 @@ def undo(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
         f"Undone: {user_id}’s bag is back in conflict, the {done.superseded} deposit"
         f"{'' if done.superseded == 1 else 's'} it superseded live again.",
     )
-    if back.split("?")[0] == reverse("deposits:desk"):
-        # Undone from the desk: the conflict is handed straight back, to be resolved again.
+    path, _, query = back.partition("?")
+    if path == reverse("deposits:desk"):
+        # Undone from the desk: the conflict is handed straight back, to be resolved again, in
+        # place of the one the desk showed meanwhile (released: the desk shows the one you hold,
+        # and that one, waiting longer, would come first).
+        shown = claim_next(reviewer=reviewer, owner_prefix=DeskFilter(QueryDict(query)).owner_prefix())
+        if shown is not None and shown[1] != done.bag_id:
+            claim_release(bag_id=shown[1], reviewer=reviewer)
         claim_bag(reviewer=reviewer, user_id=user_id, bag_id=done.bag_id)
     return redirect(back)
 

@@ -12,11 +12,12 @@ PASSWORD = "correct-horse-battery"
 # role → username; "no-role" is a login in neither group, "superuser" counts as an operator.
 LOGINS = {
     "reviewer": "rita",
+    "second-reviewer": "remy",
     "operator": "otto",
     "no-role": "nora",
     "superuser": "sam",
 }
-GROUPS = {"reviewer": REVIEWER, "operator": OPERATOR}
+GROUPS = {"reviewer": REVIEWER, "second-reviewer": REVIEWER, "operator": OPERATOR}
 
 
 def make_login(role: str, *, password: str | None = None) -> AbstractUser:

@@ -40,8 +40,9 @@
 
   function press(button) {
     if (!button || button.disabled) return false;
-    if (button.form && button.type === "submit") button.form.requestSubmit(button);
-    else button.click();
+    // A click, not form.requestSubmit(button): htmx sends a submit button's name=value (the
+    // "… holds" side) only for a button it saw clicked; the click validates the form all the same.
+    button.click();
     return true;
   }
 

@@ -199,6 +199,6 @@ def test_the_queue_page_takes_a_fixed_number_of_queries(django_assert_max_num_qu
     for i in range(20):
         split(f"owner-{i:02d}", positives=3, negatives=3)
     client = logged_in("reviewer")
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         text = client.get("/conflicts/").content.decode()
     assert len(item_ids(text)) == 20

@@ -528,6 +528,9 @@ class Command(BaseCommand):
         pages = [
             (f"owner page /owners/{owner}/ (largest owner)", f"/owners/{owner}/", 150),
             ("conflict queue /conflicts/", "/conflicts/", 150),
+            # The desk claims the oldest free conflict for the reviewer, then renews it.
+            ("review desk /conflicts/next/", "/conflicts/next/", 100),
+            ("resolved list /conflicts/resolved/", "/conflicts/resolved/", 150),
             (f"owners list /owners/ ({owners:,} owners)", "/owners/", 150),
             ("overview /", "/", None),
         ]
