@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from deposits.domain import bags as rules
 from deposits.domain.bags import BagStats
 from deposits.domain.types import DIRECTIONAL, POLARITIES
-from deposits.models import Contradiction, Deposit, ScopeBag
+from deposits.models import ConflictEpisode, Contradiction, Deposit, ScopeBag
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
@@ -171,6 +171,12 @@ def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
         assert hit.has_disagreement == python[hit.bag_id]["conflict"]
         assert hit.is_confident == python[hit.bag_id]["confident"]
         assert hit.is_thin_evidence == python[hit.bag_id]["thin"]
+    # Conflict episodes follow: one open episode for each bag in conflict, none for any other
+    # (so the queue and the desk list exactly the bags in conflict, revived ones included).
+    open_episodes = list(
+        ConflictEpisode.objects.filter(user_id=user, ended_at__isnull=True).values_list("bag_id", flat=True)
+    )
+    assert sorted(open_episodes) == sorted(bag for bag, flags in python.items() if flags["conflict"])
 
 
 # Few distinct times, so that ties between polarities (and missing times) come up often.
