@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,10 +27,10 @@ from deposits.services.review import (
     ALREADY_RESOLVED,
     claim_bag,
     claim_next,
-    claim_release,
     claim_renew,
     claim_span,
     claim_take_over,
+    claims_release_others,
     conflict_skip,
     resolution_undo,
     skip_return,
@@ -86,6 +86,7 @@ def _desk(
                 break
             conflict = _conflict(*claimed)
             if conflict is not None:
+                claims_release_others(reviewer=reviewer, owner_prefix=owner, keep=claimed[1])
                 break
     failed = (form is not None and form.errors) or (skip_form is not None and skip_form.errors)
     context = {
@@ -213,14 +214,9 @@ def undo(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
         f"Undone: {user_id}’s bag is back in conflict, the {done.superseded} deposit"
         f"{'' if done.superseded == 1 else 's'} it superseded live again.",
     )
-    path, _, query = back.partition("?")
-    if path == reverse("deposits:desk"):
-        # Undone from the desk: the conflict is handed straight back, to be resolved again, in
-        # place of the one the desk showed meanwhile (released: the desk shows the one you hold,
-        # and that one, waiting longer, would come first).
-        shown = claim_next(reviewer=reviewer, owner_prefix=DeskFilter(QueryDict(query)).owner_prefix())
-        if shown is not None and shown[1] != done.bag_id:
-            claim_release(bag_id=shown[1], reviewer=reviewer)
+    if back.partition("?")[0] == reverse("deposits:desk"):
+        # Undone from the desk: the conflict is handed straight back, to be resolved again (the
+        # desk shows the conflict its reviewer took last, and releases the one it showed before).
         claim_bag(reviewer=reviewer, user_id=user_id, bag_id=done.bag_id)
     return redirect(back)
 

@@ -144,15 +144,22 @@ def test_the_line_template_draws_an_accessible_svg_with_labelled_axes_and_a_lege
         y_range=(0, 100),
         **WEEK,
     )
-    html = render_to_string("charts/line.html", {"chart": chart})
-    assert '<svg class="chart-svg"' in html and 'role="img"' in html
+    page = render_to_string("charts/line.html", {"chart": chart})
+    # Drawn for a wide screen and for a phone; the phone's keeps both axes with fewer time labels.
+    html, phone = page.split('<svg class="chart-svg phone-screen"')
+    assert '<svg class="chart-svg wide-screen"' in html and 'role="img"' in html
+    assert chart.phone is not None and chart.phone.plot.width == 340
+    assert len(chart.phone.y_ticks) == len(chart.y_ticks) and 2 <= len(chart.phone.x_ticks) < len(
+        chart.x_ticks
+    )
+    assert phone.count('class="tick-label"') == len(chart.phone.x_ticks) + len(chart.phone.y_ticks)
     assert '<title id="fmi-pillars-title">FMI &amp; &lt;pillars&gt;</title>' in html
     assert 'aria-label="FMI &amp; &lt;pillars&gt; over the' in html
     assert html.count('class="tick-label"') == len(chart.x_ticks) + len(chart.y_ticks)
     assert ">7 d ago<" in html.replace("<title>2026-11-23 12:00 UTC</title>", "")
     assert "FMI; pillars in %" in html and "now at the right" in html
     assert html.count('<path class="line"') == 2 and html.count('<circle class="mark"') == 4
-    assert re.search(r'<ul class="chart-legend">.*coverage <span class="muted">57%</span>', html, re.S)
+    assert re.search(r'<ul class="chart-legend">.*coverage <span class="muted">57%</span>', phone, re.S)
 
 
 def test_the_line_template_says_why_a_chart_is_empty():

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import Any
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
@@ -115,10 +116,20 @@ class LineChart(ChartFrame):
     """What templates/charts/line.html draws."""
 
     series: tuple[DrawnSeries, ...] = ()
+    # The same chart drawn for a phone's width, so it keeps its axes and readable labels there
+    # (the page shows one or the other by the screen's width).
+    phone: LineChart | None = None
 
     @property
     def has_legend(self) -> bool:
         return len(self.series) > 1
+
+    @property
+    def drawings(self) -> tuple[tuple[LineChart, str], ...]:
+        """(chart, css class) of each drawing: the wide one and, where there is one, the phone's."""
+        if self.phone is None:
+            return ((self, "any-width"),)
+        return ((self, "wide-screen"), (self.phone, "phone-screen"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +289,27 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "chart"
 
 
+# A phone's chart: about the width of a card on a 390-pixel screen, so it is drawn at scale 1.
+PHONE_SIZE = (340, 230)
+
+
 def step_chart(
+    series: Sequence[Series],
+    *,
+    size: tuple[int, int] = (720, 240),
+    chart_id: str | None = None,
+    **drawing: Any,
+) -> LineChart:
+    """Lines of snapshot values over [start, end] as steps (see `_step_chart`), drawn twice: at
+    `size` and at a phone's width, where fewer time labels fit but every axis stays."""
+    wide = _step_chart(series, size=size, chart_id=chart_id, **drawing)
+    if size[0] <= PHONE_SIZE[0]:
+        return wide
+    phone = _step_chart(series, size=PHONE_SIZE, chart_id=f"{wide.chart_id}-phone", **drawing)
+    return replace(wide, phone=phone)
+
+
+def _step_chart(
     series: Sequence[Series],
     *,
     title: str,

@@ -105,6 +105,15 @@ def claim_release(*, bag_id: str, reviewer: str | None = None) -> None:
     claims.delete()
 
 
+def claims_release_others(*, reviewer: str, owner_prefix: str, keep: str) -> int:
+    """Release the reviewer's claims in the desk's filter but `keep`, the one the desk shows:
+    the desk shows one conflict at a time, so holding others would only keep them from others."""
+    claims = ReviewClaim.objects.filter(reviewer=reviewer, user_id__startswith=owner_prefix).exclude(
+        bag_id=keep
+    )
+    return claims.delete()[0]
+
+
 def taken_from(*, reviewer: str) -> list[ReviewClaim]:
     """The claims taken over from `reviewer` since their last page; telling them clears the mark."""
     claims = list(ReviewClaim.objects.filter(taken_from=reviewer).order_by("claimed_at"))
@@ -294,6 +303,7 @@ __all__ = [
     "claim_renew",
     "claim_span",
     "claim_take_over",
+    "claims_release_others",
     "conflict_skip",
     "held_message",
     "minutes_left",

@@ -35,8 +35,9 @@ ON CONFLICT (bag_id) DO UPDATE SET
     taken_from = CASE WHEN {CLAIM}.reviewer = excluded.reviewer THEN {CLAIM}.taken_from ELSE NULL END
 """
 
-# The next conflict for a reviewer: the one they hold (in the filter) first, then the oldest
-# nobody holds, and the ones they skipped last, in the order they skipped them.
+# The next conflict for a reviewer: the one they hold (in the filter) first, the one they took
+# last if several (a Take over, a way back to a skip, an Undo), then the oldest nobody holds,
+# and the ones they skipped last, in the order they skipped them.
 NEXT = f"""
 INSERT INTO {CLAIM} (bag_id, user_id, reviewer, claimed_at, expires_at, taken_from)
 SELECT e.bag_id, e.user_id, %(reviewer)s, %(now)s, %(until)s, NULL
@@ -47,6 +48,7 @@ WHERE e.ended_at IS NULL
   AND e.user_id LIKE %(prefix)s ESCAPE '\\'
   AND (c.bag_id IS NULL OR c.expires_at <= %(now)s OR c.reviewer = %(reviewer)s)
 ORDER BY CASE WHEN c.reviewer = %(reviewer)s AND c.expires_at > %(now)s THEN 0 ELSE 1 END,
+         CASE WHEN c.reviewer = %(reviewer)s AND c.expires_at > %(now)s THEN c.claimed_at END DESC,
          CASE WHEN s.id IS NULL THEN 0 ELSE 1 END, s.skipped_at, e.started_at, e.id
 LIMIT 1
 {_ON_CONFLICT}

@@ -251,3 +251,14 @@ def test_an_htmx_resolve_answers_the_desk_alone_with_the_next_conflict():
     assert shown(html) == b.bag_id
     assert answer.headers["HX-Push-Url"] == DESK
     assert 'data-key="undo"' in html
+
+
+def test_the_desk_holds_one_conflict_per_reviewer_going_back_to_a_skip_releases_the_one_shown():
+    a, b = queue("alice", "bob")
+    reviewer = logged_in("reviewer")
+    reviewer.get(DESK)
+    reviewer.post(f"/conflicts/next/alice/{a.bag_id}/skip/", {})
+    assert shown(reviewer.get(DESK).content.decode()) == b.bag_id
+    back = reviewer.post(f"/conflicts/next/alice/{a.bag_id}/return/", {}, follow=True)
+    assert shown(back.content.decode()) == a.bag_id
+    assert claim_on(b.bag_id) is None  # free for the others again
