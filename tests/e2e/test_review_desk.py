@@ -202,7 +202,7 @@ def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_s
     keys.press("1")
     expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
     expect(page.locator("#desk-reason")).to_be_focused()
-    expect(page.locator("#toast .last-resolution")).to_contain_text("Resolved alice’s bag: positive held")
+    expect(page.locator("#toast .last-resolution")).to_contain_text("Your last resolution: alice’s bag, positive held")
     print(f"\nkeyboard resolve with a side: {keys.count} key presses after the reason (Escape, 1)")
     assert keys.count <= 6, f"{keys.count} key presses to resolve with '1'"
     assert not has_disagreement(first.user_id, first.bag_id)
@@ -224,7 +224,7 @@ def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_s
     pressed += ["Space", "Control+Enter"]
     expect(desk_item(page)).to_have_id(f"item-{third.bag_id}")
     expect(page.locator("#desk-reason")).to_be_focused()
-    expect(page.locator("#toast .last-resolution")).to_contain_text("positive held, 2 deposits superseded")
+    expect(page.locator("#desk .messages")).to_contain_text("superseding 2 deposits")
     print(f"keyboard resolve with ticks: {keys.count} key presses after the reason ({', '.join(pressed)})")
     assert keys.count <= 6, f"{keys.count} key presses to tick and resolve: {pressed}"
     assert not has_disagreement(second.user_id, second.bag_id)
@@ -316,7 +316,7 @@ def test_undo_from_the_desk_and_from_the_resolved_list_brings_the_conflict_back(
     page.get_by_role("button", name="Positive holds").click()
     expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
     confirmation = page.locator("#toast .last-resolution")
-    expect(confirmation).to_contain_text("Resolved alice’s bag: positive held, 1 deposit superseded")
+    expect(confirmation).to_contain_text("Your last resolution: alice’s bag, positive held")
     expect(confirmation.get_by_role("button", name="Undo")).to_be_visible()
     assert not has_disagreement(first.user_id, first.bag_id)
 
