@@ -17,7 +17,7 @@ from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict
 from beliefs.domain.tiers import can_move_beliefs
 from beliefs.models import ApiKey, Belief, BeliefRevision, Channel, ProvenanceChange, ProvenanceTier
-from beliefs.services import replay_observations, rule_settings
+from beliefs.services import rule_settings, verdicts_after
 
 
 def _verdict(row: Belief, now: datetime) -> Verdict:
@@ -63,27 +63,32 @@ def revision_page(*, user_id: str, key: str, limit: int = 50, offset: int = 0) -
     page = page_of(rows, limit=limit, offset=offset)
     if page.total == 0:
         raise not_found(f"no belief {key!r} for user {user_id!r}")
-    after = _verdicts_after(user_id, key, list(page.items), timezone.now())
+    after = verdicts_after(user_id, key, list(page.items), timezone.now())
     for revision in page.items:
         revision.verdict = after[revision.id]
     return page
 
 
-def _verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: datetime) -> dict[int, Verdict]:
-    """The verdict after each revision of `page` (claim-time order): the live log replayed up to it.
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """Observations of a belief that did not count, by the channel they came on."""
 
-    A withdrawn revision is not in the replay, so the verdict after it is the one before it.
-    """
-    knobs = rule_settings()
-    log = replay_observations(user_id, key)
-    state, folded, verdicts = BeliefState(), 0, {}
-    for revision in page:
-        position = (revision.observed_at, revision.id)
-        while folded < len(log) and (log[folded].observed_at, log[folded].sequence) <= position:
-            state, _ = rule.apply(state, log[folded], knobs)
-            folded += 1
-        verdicts[revision.id] = rule.verdict(state, knobs, belief_key=key, now=now)
-    return verdicts
+    channel: str
+    tier: str
+    ceiling: float
+    count: int
+
+
+def set_aside(*, user_id: str, key: str) -> list[SetAside]:
+    """The belief's observations that changed nothing (reliability at or below the pivot), per
+    channel and tier as they were when each arrived, the most numerous first."""
+    rows = (
+        BeliefRevision.objects.filter(user_id=user_id, belief_key=key, effective=False)
+        .values("channel", "tier", "ceiling")
+        .annotate(count=Count("id"))
+        .order_by("-count", "channel")
+    )
+    return [SetAside(row["channel"], row["tier"], row["ceiling"], row["count"]) for row in rows]
 
 
 def tier_list(*, only_channel: str | None = None) -> QuerySet[ProvenanceTier]:

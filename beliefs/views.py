@@ -13,7 +13,10 @@ from uuid import UUID
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -25,7 +28,14 @@ from atlaso_site.ui.pages import Pager, flash, not_found, offset_of, owner_view,
 from beliefs.domain.rule import Verdict
 from beliefs.forms import ApiKeyForm, ChannelForm, ConfirmForm, RebindForm, TierForm
 from beliefs.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, CalibrationOutcome
-from beliefs.selectors import belief_page, belief_verdict, provenance_overview, revision_page
+from beliefs.selectors import (
+    SetAside,
+    belief_page,
+    belief_verdict,
+    provenance_overview,
+    revision_page,
+    set_aside,
+)
 from beliefs.services import (
     DEFAULT_PERMISSIONS,
     RecordedObservation,
@@ -152,8 +162,54 @@ def _render_belief(
         ),
         "pivot": rule_settings().pivot,
         "threshold": settings.BELIEF_UNCERTAINTY_THRESHOLD,
+        "summary": plain_summary(verdict, set_aside(user_id=user_id, key=key), rule_settings().pivot),
     }
     return render(request, template_for(request, "beliefs/belief.html", partial), context)
+
+
+def _percent(share: float) -> str:
+    """99.6%, 100%, 0.4%: one decimal where it says something."""
+    text = f"{100 * share:.1f}".removesuffix(".0")
+    return f"{text}%"
+
+
+def _why_set_aside(groups: list[SetAside], pivot: float) -> str:
+    """Why observations did not count: their channel's tier cannot move beliefs, or they were
+    stated with too little confidence on a channel that could have."""
+    capped = [g for g in groups if g.ceiling <= pivot]
+    hedged = [g for g in groups if g.ceiling > pivot]
+    reasons = []
+    if capped:
+        names = " and ".join(f"<code>{escape(g.channel)}</code>" for g in capped[:3])
+        which = "which cannot change beliefs" if len(capped) == 1 else "whose tiers cannot change beliefs"
+        reasons.append(f"came from {names}, {which}")
+    if hedged:
+        reasons.append("were stated with too little confidence to count")
+    return " and ".join(reasons)
+
+
+def plain_summary(verdict: Verdict, groups: list[SetAside], pivot: float) -> str:
+    """The belief in one sentence of plain words, the mathematics left for below it: "The memory
+    says soy milk (99.6%). 3 observations counted; 1 set aside because it came from web_fetch,
+    which cannot change beliefs." (HTML: the value and channels are escaped.)"""
+    if verdict.fact is None:
+        lead = "The memory asserts nothing here yet"
+        lead += (
+            ": no trusted observation has named a value."
+            if not verdict.effective_count
+            else ": UNKNOWN still leads."
+        )
+    else:
+        lead = f"The memory says <strong>{escape(verdict.fact)}</strong> ({_percent(verdict.probability)})."
+        if verdict.is_uncertain:
+            lead += " That is not sure enough to act on without a check."
+    counted = verdict.effective_count
+    aside = verdict.observation_count - counted
+    parts = [f"{counted} observation{pluralize(counted)} counted"]
+    if aside:
+        because = _why_set_aside(groups, pivot)
+        parts.append(f"{aside} set aside because {'it' if aside == 1 else 'they'} {because}")
+    return mark_safe(f"{lead} {'; '.join(parts)}.")  # every stored string in it is escaped above
 
 
 # --- Provenance (operators) ------------------------------------------------------------------

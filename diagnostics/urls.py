@@ -14,6 +14,7 @@ urlpatterns = [
     path("owners/<str:user_id>/", views.owner_detail, name="owner"),
     path("health/", views.health_trends, name="health"),
     path("jobs/", views.job_runs, name="jobs"),
+    path("help/", views.help_page, name="help"),
     path("jobs/runs/<str:run_id>/", views.job_run, name="job-run"),
     path("jobs/<str:name>/start/", views.job_start, name="job-start"),
 ]

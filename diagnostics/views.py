@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,7 +25,7 @@ from atlaso_site.job_runs.selectors import job_run_get
 from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
 from atlaso_site.lib.paging import Page
 from atlaso_site.lib.user_ids import is_user_id
-from atlaso_site.ui import charts, pages
+from atlaso_site.ui import charts, glossary, pages
 from beliefs.selectors import belief_page
 from deposits.selectors.bags import Bag, bag_page
 from deposits.selectors.deposits import owner_exists
@@ -228,6 +229,13 @@ def _last_runs(now: datetime) -> list[tuple[str, RunRow | None]]:
 
 
 # ---- Overview ---------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def help_page(request: HttpRequest) -> HttpResponse:
+    """/help/: every term the pages use, in plain words, each at its own anchor (anyone logged in)."""
+    return render(request, "diagnostics/help.html", {"groups": glossary.GROUPS})
 
 
 @require_GET

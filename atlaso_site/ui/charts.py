@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from typing import Any
 
 NOT_ENOUGH_HISTORY = "Not enough history yet: snapshots are taken every 15 minutes by recompute_diagnostics"
 # More points than this in a series are thinned (by time slot, keeping each slot's last value):

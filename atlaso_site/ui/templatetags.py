@@ -1,7 +1,8 @@
 """The dashboard's template tags, `{% load atlaso %}` (registered in TEMPLATES' libraries).
 
 `{% ago moment %}` a relative time with the exact one on hover, `{{ share|percent }}`,
-`{{ span|duration }}`, and `{% polarity_bar counts %}` the stacked bar of a bag's polarity counts.
+`{{ span|duration }}`, `{% polarity_bar counts %}` the stacked bar of a bag's polarity counts, and
+`{% term "bag" %}` / `{% explain "bag" %}` a term linked to its entry in /help/ (the word, or a “?”).
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from atlaso_site.lib.timefmt import age, isoformat
+from atlaso_site.ui.glossary import TERMS
 
 register = template.Library()
 
@@ -74,3 +77,31 @@ def polarity_bar(counts: Any) -> dict[str, Any]:
     ]
     label = ", ".join(f"{segment['count']} {segment['polarity']}" for segment in segments)
     return {"segments": segments, "label": label or "no deposits", "total": total}
+
+
+# ---- Terms and /help/ -----------------------------------------------------------------------
+
+
+def _help_url(anchor: str) -> str:
+    if anchor not in TERMS:
+        raise template.TemplateSyntaxError(f"no term {anchor!r} in atlaso_site/ui/glossary.py")
+    return f"{reverse('diagnostics:help')}#{anchor}"
+
+
+@register.simple_tag
+def term(anchor: str, word: str | None = None) -> str:
+    """A term shown as a link to its entry in /help/: `{% term "bag" %}`, `{% term "bag" "bags" %}`."""
+    url = _help_url(anchor)
+    return format_html('<a class="term" href="{}">{}</a>', url, word or TERMS[anchor].word)
+
+
+@register.simple_tag
+def explain(anchor: str) -> str:
+    """A small “?” beside a term (a heading, a badge) leading to its entry in /help/."""
+    url = _help_url(anchor)
+    return format_html(
+        '<a class="help-link" href="{}" aria-label="What “{}” means" title="What “{}” means">?</a>',
+        url,
+        TERMS[anchor].word,
+        TERMS[anchor].word,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -32,10 +33,10 @@ def test_it_shows_the_distribution_with_unknown_and_the_inert_values_plainly(rev
     assert "<h1>Belief <code>coffee_ratio</code> of alice</h1>" in html
     assert '<p class="fact">4 oz per tbsp</p>' in html
     assert '<th scope="row" class="value">4 oz per tbsp</th>' in html
-    assert '<th scope="row" class="value">UNKNOWN</th>' in html
+    assert '<th scope="row" class="value"><a class="term" href="/help/#unknown">UNKNOWN</a></th>' in html
     assert html.count("30.0%") >= 2  # UNKNOWN's row and the verdict's unknown mass
     assert "0.88 bits" in html
-    assert "Seen only on channels at or below the pivot (r ≤ 0.5)" in html
+    assert 'at or below the <a class="term" href="/help/#pivot">pivot</a> (r ≤ 0.5)' in html
     assert "they cannot move this belief, however often they are repeated" in html
     assert "<li>&lt;script&gt;alert(1)&lt;/script&gt;</li>" in html
     assert XSS not in html
@@ -65,7 +66,7 @@ def test_superseded_and_contested_values_are_named(reviewer, settings):
     verdict = belief_verdict(user_id="alice", key="coffee_ratio")
     assert verdict.superseded == ("4 oz",) and verdict.contested == ("6 oz",)
     html = reviewer.get(PAGE).content.decode()
-    superseded = html.split("<h3>Superseded", 1)[1].split("<h3>Contested", 1)[0]
+    superseded = html.split('href="/help/#superseded-value">Superseded', 1)[1].split("<h3>Contested", 1)[0]
     contested = html.split("<h3>Contested", 1)[1].split("</section>", 1)[0]
     assert "<li>4 oz</li>" in superseded and "<li>6 oz</li>" in contested
 
@@ -82,11 +83,12 @@ def test_the_revision_log_shows_each_claim_and_links_its_deposit(reviewer):
     )
     html = reviewer.get(PAGE).content.decode()
     log = html.split('<section id="revisions"', 1)[1]
-    assert "3 in the order they are folded" in log
+    assert "3, numbered in the order they are folded in" in log
     assert "support-agent" in log and 'agent_own <span class="muted">(0.80)</span>' in log
     assert 'web_fetch <span class="muted">(0.30)</span>' in log
     assert (
-        '<span class="badge">inert</span>' in log and '<span class="badge confident">effective</span>' in log
+        '<a class="term" href="/help/#inert">set aside</a>' in log
+        and '<span class="badge confident">effective</span>' in log
     )
     assert f'href="/owners/alice/deposits/{deposit_id}/"' in log
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in log
@@ -98,7 +100,7 @@ def test_a_long_log_is_paged_and_htmx_gets_the_log_alone(reviewer, django_assert
     for n in range(120):
         believe("alice", "coffee_ratio", f"{n} oz", via=agent, observed_at=start + timedelta(minutes=n))
     reviewer.get(PAGE)
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         html = reviewer.get(PAGE + "?page=3").content.decode()
     log = html.split('<section id="revisions"', 1)[1]
     assert "101–120 of 120" in log and ">119 oz<" in log and ">0 oz<" not in log
@@ -196,3 +198,33 @@ def test_a_confirmed_value_is_escaped(reviewer):
     reviewer.post(PAGE, {"value": XSS})
     html = reviewer.get(PAGE).content.decode()
     assert XSS not in html and "Confirmed “&lt;script&gt;alert(1)&lt;/script&gt;”" in html
+
+
+def test_the_page_leads_with_one_sentence_in_plain_words(reviewer):
+    seed_alice()
+    html = reviewer.get(PAGE).content.decode()
+    lead = html.split('<p class="belief-lead" id="belief-summary">', 1)[1].split("</p>", 1)[0]
+    assert lead == (
+        "The memory says <strong>4 oz per tbsp</strong> (70%). 1 observation counted; 1 set aside "
+        "because it came from <code>web-reader</code>, which cannot change beliefs."
+    )
+    # Before the mathematics, not after it.
+    assert html.index("belief-summary") < html.index("Probability")
+
+
+def test_a_belief_only_untrusted_channels_spoke_to_says_nothing_is_asserted_and_why(reviewer):
+    seed_alice()
+    html = reviewer.get("/owners/alice/beliefs/diet:milk/").content.decode()
+    lead = html.split('<p class="belief-lead" id="belief-summary">', 1)[1].split("</p>", 1)[0]
+    assert lead.startswith("The memory asserts nothing here yet: no trusted observation has named a value.")
+    assert "0 observations counted; 1 set aside because it came from <code>web-reader</code>" in lead
+
+
+def test_revisions_are_numbered_in_sequence_within_the_belief(reviewer):
+    seed_alice()
+    html = reviewer.get(PAGE).content.decode()
+    log = html.split('<section id="revisions"', 1)[1]
+    numbers = [
+        int(n) for n in re.findall(r'<td class="num muted" title="revision \d+ of the store">(\d+)</td>', log)
+    ]
+    assert numbers == [1, 2]

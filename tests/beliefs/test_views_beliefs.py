@@ -34,7 +34,10 @@ def test_it_lists_each_key_with_its_value_probability_doubt_and_counts(reviewer)
     assert "4 oz per tbsp" in coffee and "70%" in coffee and "uncertain</span>" not in coffee
     assert "2 <span" in coffee and "(1 counted)" in coffee
     assert 'href="/owners/alice/beliefs/diet:milk/"' in milk
-    assert "nothing asserted" in milk and 'class="badge uncertain">uncertain</span>' in milk
+    assert (
+        "nothing asserted" in milk
+        and 'class="badge uncertain"><a class="term" href="/help/#uncertain">uncertain</a></span>' in milk
+    )
     assert "(0 counted)" in milk
     assert "<time datetime=" in milk
 

@@ -50,7 +50,7 @@ def test_it_groups_deposits_by_polarity_with_provenance_and_marks_the_superseded
         f"/owners/alice/deposits/{newer}/" in edges and f"/owners/alice/deposits/{bag.negative[0]}/" in edges
     )
     assert "re-measured on the fixed set" in edges
-    assert '<span class="badge conflict">conflict</span>' in text
+    assert '<span class="badge conflict"><a class="term" href="/help/#conflict">conflict</a></span>' in text
 
 
 def test_resolve_is_offered_for_the_live_directional_deposits_only_when_in_conflict():
@@ -72,7 +72,7 @@ def test_resolving_on_the_bag_page_redirects_to_it_showing_it_resolved():
     response = client.post(f"{bag.url}resolve/", {"keep": bag.positive[:1], "reason": "the run holds"})
     assert response.status_code == 302 and response.url == bag.url
     text = client.get(bag.url).content.decode()
-    assert '<span class="badge resolved">resolved</span>' in text and ">Resolve</button>" not in text
+    assert '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text and ">Resolve</button>" not in text
     assert "Resolved alice’s bag" in text and "superseding 2 deposits" in text
     assert not ScopeBag.objects.filter(pk=bag.bag_id).in_conflict().exists()
 
@@ -84,7 +84,7 @@ def test_resolving_with_htmx_swaps_in_the_bag_resolved():
     )
     text = response.content.decode()
     assert response.status_code == 200 and text.lstrip().startswith('<div id="bag"')
-    assert '<span class="badge resolved">resolved</span>' in text and 'role="status"' in text
+    assert '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text and 'role="status"' in text
     written = Deposit.objects.get(channel="human_review")
     assert (written.polarity, written.author, written.author_role) == ("negative", "rita", "reviewer")
 

@@ -45,7 +45,7 @@ def test_it_shows_the_fmi_its_pillars_and_the_trend_of_its_snapshots(reviewer, a
     assert re.search(r"<h1>Memory owner <span class=\"owner-id\">alice</span></h1>", html)
     assert 'class="fmi-number"' in html
     for pillar in ("Coverage", "Precision", "Resolution", "Density"):
-        assert f"<dt>{pillar}</dt>" in html
+        assert re.search(rf'<dt><a class="term" href="/help/#[a-z-]+">{pillar}</a></dt>', html)
     assert '<title id="fmi-last-30-days-title">FMI, last 30 days</title>' in html
     assert html.count('<circle class="mark"') == 2 * 3  # drawn for a wide screen and a phone
 
@@ -64,8 +64,8 @@ def test_each_bag_is_a_row_linking_to_its_page_with_its_bar_and_badges(reviewer,
     html = reviewer.get("/owners/alice/").content.decode()
     assert len(bag_rows(html)) == 3  # the conflict, the agreeing claims, the belief's general bag
     assert html.count('class="polarity-bar"') == 3
-    assert '<span class="badge conflict">conflict</span>' in html
-    assert '<span class="badge confident">confident</span>' in html
+    assert '<span class="badge conflict"><a class="term" href="/help/#conflict">conflict</a></span>' in html
+    assert '<span class="badge confident"><a class="term" href="/help/#confident">confident</a></span>' in html
     assert '<span class="facet-name">env</span> prod' in html
 
 

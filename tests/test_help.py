@@ -1,0 +1,56 @@
+"""/help/: every term the pages use, each at its own anchor, for anyone logged in; pages link to it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.template import Context, Template, TemplateSyntaxError
+
+from atlaso_site.ui.glossary import GROUPS, TERMS
+from tests.cast import make_login
+
+pytestmark = pytest.mark.django_db
+
+# The anchors dashboard.md names, and the terms issue 21 found unexplained.
+REQUIRED = [
+    "bag",
+    "live",
+    "conflict",
+    "fmi",
+    "tier",
+    "channel",
+    "pivot",
+    "inert",
+    "unknown",
+    "entropy",
+    "lifted",
+    "ceiling",
+    "reliability",
+    "coverage",
+    "precision",
+    "resolution-pillar",
+    "density",
+]
+
+
+def test_help_is_for_anyone_logged_in_and_lists_every_term_at_its_anchor(client):
+    assert client.get("/help/").status_code == 302
+    client.force_login(make_login("no-role"))
+    html = client.get("/help/").content.decode()
+    anchors = re.findall(r'<div class="glossary-entry" id="([a-z-]+)">', html)
+    assert anchors == [term.anchor for _, terms in GROUPS for term in terms]
+    assert set(REQUIRED) <= set(anchors)
+    assert len(anchors) == len(set(anchors))
+
+
+def test_a_term_links_to_its_entry_and_an_unknown_term_is_an_error():
+    html = Template(
+        '{% load atlaso %}{% term "bag" %} {% term "live" "Live" %} {% explain "pivot" %}'
+    ).render(Context())
+    assert '<a class="term" href="/help/#bag">bag</a>' in html
+    assert '<a class="term" href="/help/#live">Live</a>' in html
+    assert 'href="/help/#pivot" aria-label="What “pivot” means"' in html
+    with pytest.raises(TemplateSyntaxError):
+        Template('{% load atlaso %}{% term "bagg" %}').render(Context())
+    assert TERMS["ceiling"].also == "κ"
