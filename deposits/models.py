@@ -35,7 +35,9 @@ NOT_IN_CONFLICT = Q(directional_kinds__lt=CONFLICT_MIN_KINDS)
 NOT_THIN = Q(directional__gt=THIN_MAX_DIRECTIONAL)
 # Split: the non-retracted deposits, superseded ones included, hold two directional polarities.
 SPLIT = Q(kept_kinds__gte=CONFLICT_MIN_KINDS)
-RESOLVED = SPLIT & Q(kept_superseded__gt=0)
+# Split once and corrected at least once (the Resolution pillar); resolved: that, and settled.
+CORRECTED = SPLIT & Q(kept_superseded__gt=0)
+RESOLVED = CORRECTED & NOT_IN_CONFLICT
 
 
 class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):

@@ -23,9 +23,9 @@ from atlaso_site.lib.paging import Page
 from beliefs.models import Belief, CalibrationOutcome
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import (
+    CORRECTED,
     IN_CONFLICT,
     NOT_THIN,
-    RESOLVED,
     SPLIT,
     ConflictEpisode,
     Deposit,
@@ -54,7 +54,7 @@ def _bag_aggregates() -> dict[str, Aggregate]:
         "multi_bags": Count("user_id", filter=NOT_THIN),
         "agreement_sum": Sum("agreement", filter=NOT_THIN),
         "split_bags": Count("user_id", filter=SPLIT),
-        "resolved_bags": Count("user_id", filter=RESOLVED),
+        "resolved_bags": Count("user_id", filter=CORRECTED),
         "conflict_bags": Count("user_id", filter=IN_CONFLICT),
         "deposit_count": Sum("size"),
     }

@@ -49,12 +49,19 @@ def is_confident(directional_kinds: int, directional_count: int) -> bool:
     return not in_conflict(directional_kinds) and not is_thin(directional_count)
 
 
-def is_resolved(kept_directional_kinds: int, kept_superseded: int) -> bool:
-    """Resolved: once split between sides (superseded claims included) and corrected at least once.
+def was_corrected(kept_directional_kinds: int, kept_superseded: int) -> bool:
+    """Once split between sides (superseded claims included) and corrected at least once: what
+    the Resolution pillar counts (domain.md, FMI), whether or not the bag is still split.
 
     `kept` counts non-retracted deposits, superseded ones included.
     """
     return kept_directional_kinds >= CONFLICT_MIN_KINDS and kept_superseded > 0
+
+
+def is_resolved(kept_directional_kinds: int, kept_superseded: int, directional_kinds: int) -> bool:
+    """The bag's `resolved` flag: split once, corrected, and no longer in conflict. A bag corrected
+    once but still taking two sides is in conflict, not resolved: the two flags never show at once."""
+    return was_corrected(kept_directional_kinds, kept_superseded) and not in_conflict(directional_kinds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ def bag_stats(bag_ids: Iterable[str]) -> dict[str, BagStats]:
 
 def is_resolved(bag: ScopeBag) -> bool:
     kept_kinds = sum(getattr(bag, f"kept_{p}") > 0 for p in DIRECTIONAL)
-    return rules.is_resolved(kept_kinds, bag.kept_superseded)
+    return rules.is_resolved(kept_kinds, bag.kept_superseded, stats_of(bag).directional_kinds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,7 @@ def _python_flags(user: str) -> dict[str, dict[str, bool]]:
             "conflict": rules.in_conflict(kinds),
             "thin": rules.is_thin(directional),
             "confident": rules.is_confident(kinds, directional),
-            "resolved": rules.is_resolved(len(kept[bag]), kept_superseded[bag]),
+            "resolved": rules.is_resolved(len(kept[bag]), kept_superseded[bag], kinds),
         }
     return flags
 

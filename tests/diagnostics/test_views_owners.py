@@ -20,7 +20,7 @@ def reviewer():
 
 def owners_in(html: str) -> list[str]:
     """The owner ids of the table's rows, in order."""
-    return re.findall(r'<td><a href="/owners/([^/"]+)/">', html)
+    return re.findall(r'<td[^>]*><a href="/owners/([^/"]+)/">', html)
 
 
 def row_of(html: str, user_id: str) -> str:
