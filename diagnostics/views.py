@@ -104,7 +104,9 @@ def _pillar_chart(points: Sequence[Snapshot], *, days: int, now: datetime) -> ch
         title=f"FMI and its pillars, last {days} days",
         y_label="FMI; pillars in %",
         y_range=(0, 100),
-        size=(960, 280),
+        # Not wider: on a phone the chart is scaled to the card's width, and a flatter one
+        # would leave its lines a few pixels apart.
+        size=(720, 280),
         **_window(days, now),
     )
 

@@ -144,22 +144,20 @@ def test_the_line_template_draws_an_accessible_svg_with_labelled_axes_and_a_lege
         y_range=(0, 100),
         **WEEK,
     )
-    page = render_to_string("charts/line.html", {"chart": chart})
-    # Drawn for a wide screen and for a phone; the phone's keeps both axes with fewer time labels.
-    html, phone = page.split('<svg class="chart-svg phone-screen"')
-    assert '<svg class="chart-svg wide-screen"' in html and 'role="img"' in html
-    assert chart.phone is not None and chart.phone.plot.width == 340
-    assert len(chart.phone.y_ticks) == len(chart.y_ticks) and 2 <= len(chart.phone.x_ticks) < len(
-        chart.x_ticks
-    )
-    assert phone.count('class="tick-label"') == len(chart.phone.x_ticks) + len(chart.phone.y_ticks)
+    html = render_to_string("charts/line.html", {"chart": chart})
+    assert '<svg class="chart-svg"' in html and 'role="img"' in html
     assert '<title id="fmi-pillars-title">FMI &amp; &lt;pillars&gt;</title>' in html
     assert 'aria-label="FMI &amp; &lt;pillars&gt; over the' in html
-    assert html.count('class="tick-label"') == len(chart.x_ticks) + len(chart.y_ticks)
+    assert html.count('class="tick-label') == len(chart.x_ticks) + len(chart.y_ticks)
+    # On a phone it is drawn larger (phone_scale) with the first, the last and every few time labels.
+    assert 'style="--phone-scale: 2.16"' in html
+    kept = [tick.label for tick in chart.x_ticks if tick.phone]
+    assert kept[0] == chart.x_ticks[0].label and kept[-1] == chart.x_ticks[-1].label and 3 <= len(kept) <= 4
+    assert html.count("tick-label phone-hidden") == len(chart.x_ticks) - len(kept)
     assert ">7 d ago<" in html.replace("<title>2026-11-23 12:00 UTC</title>", "")
     assert "FMI; pillars in %" in html and "now at the right" in html
     assert html.count('<path class="line"') == 2 and html.count('<circle class="mark"') == 4
-    assert re.search(r'<ul class="chart-legend">.*coverage <span class="muted">57%</span>', phone, re.S)
+    assert re.search(r'<ul class="chart-legend">.*coverage <span class="muted">57%</span>', html, re.S)
 
 
 def test_the_line_template_says_why_a_chart_is_empty():

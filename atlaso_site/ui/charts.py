@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
-from typing import Any
 
 NOT_ENOUGH_HISTORY = "Not enough history yet: snapshots are taken every 15 minutes by recompute_diagnostics"
 # More points than this in a series are thinned (by time slot, keeping each slot's last value):
@@ -41,6 +40,8 @@ class Tick:
     position: float
     label: str
     title: str = ""
+    # Kept on a phone's narrower screen, where the chart is drawn smaller with larger labels.
+    phone: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,20 +117,16 @@ class LineChart(ChartFrame):
     """What templates/charts/line.html draws."""
 
     series: tuple[DrawnSeries, ...] = ()
-    # The same chart drawn for a phone's width, so it keeps its axes and readable labels there
-    # (the page shows one or the other by the screen's width).
-    phone: LineChart | None = None
 
     @property
     def has_legend(self) -> bool:
         return len(self.series) > 1
 
     @property
-    def drawings(self) -> tuple[tuple[LineChart, str], ...]:
-        """(chart, css class) of each drawing: the wide one and, where there is one, the phone's."""
-        if self.phone is None:
-            return ((self, "any-width"),)
-        return ((self, "wide-screen"), (self.phone, "phone-screen"))
+    def phone_scale(self) -> float:
+        """How many SVG units one CSS pixel is on a phone, where the chart fills a card about
+        PHONE_WIDTH pixels wide: the page's CSS draws labels and lines that much larger there."""
+        return round(max(1.0, self.plot.width / PHONE_WIDTH), 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,27 +286,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "chart"
 
 
-# A phone's chart: about the width of a card on a 390-pixel screen, so it is drawn at scale 1.
-PHONE_SIZE = (340, 230)
+# A chart's card on a 390-pixel phone is about this many CSS pixels wide; it shows this many
+# time labels beside the first.
+PHONE_WIDTH = 334
+PHONE_X_LABELS = 3
 
 
 def step_chart(
-    series: Sequence[Series],
-    *,
-    size: tuple[int, int] = (720, 240),
-    chart_id: str | None = None,
-    **drawing: Any,
-) -> LineChart:
-    """Lines of snapshot values over [start, end] as steps (see `_step_chart`), drawn twice: at
-    `size` and at a phone's width, where fewer time labels fit but every axis stays."""
-    wide = _step_chart(series, size=size, chart_id=chart_id, **drawing)
-    if size[0] <= PHONE_SIZE[0]:
-        return wide
-    phone = _step_chart(series, size=PHONE_SIZE, chart_id=f"{wide.chart_id}-phone", **drawing)
-    return replace(wide, phone=phone)
-
-
-def _step_chart(
     series: Sequence[Series],
     *,
     title: str,
@@ -386,10 +369,13 @@ def _step_chart(
                 last_label=f"{y_format(points[-1][1])}{one.unit}",
             )
         )
-    # About one label per 80 units of width, so labels never run into each other.
+    # About one label per 80 units of width, so labels never run into each other; on a phone,
+    # where labels are drawn phone_scale times larger, every few of them (the first and last kept).
+    moments = time_ticks(start, end, max_ticks=max(3, plot.plot_width // 80))
+    every = max(1, math.ceil((len(moments) - 1) / PHONE_X_LABELS))
     x_ticks = tuple(
-        Tick(round(x_of(moment), 1), label, title)
-        for moment, label, title in time_ticks(start, end, max_ticks=max(3, plot.plot_width // 80))
+        Tick(round(x_of(moment), 1), label, title, phone=i % every == 0 or i == len(moments) - 1)
+        for i, (moment, label, title) in enumerate(moments)
     )
     y_ticks = tuple(Tick(round(to_y(value), 1), y_format(value)) for value in y_values)
     names = ", ".join(f"{s.label} now {s.last_label}" for s in drawn)

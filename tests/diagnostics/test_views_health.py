@@ -36,8 +36,7 @@ def test_the_deployment_over_30_days_by_default_with_five_lines_and_a_legend(rev
     html = reviewer.get("/health/").content.decode()
     assert "<h1>Health trends of the deployment</h1>" in html
     assert legend(html) == ["FMI", "coverage", "precision", "resolution", "density"]
-    # Five lines and the conflict backlog, each drawn twice: for a wide screen and for a phone.
-    assert html.count('<path class="line"') == 12
+    assert html.count('<path class="line"') == 6  # five lines, and the conflict backlog
     assert "FMI and its pillars, last 30 days" in html
     assert '<a href="?days=30" aria-current="true">30 days</a>' in html
 

@@ -47,7 +47,7 @@ def test_it_shows_the_fmi_its_pillars_and_the_trend_of_its_snapshots(reviewer, a
     for pillar in ("Coverage", "Precision", "Resolution", "Density"):
         assert re.search(rf'<dt><a class="term" href="/help/#[a-z-]+">{pillar}</a></dt>', html)
     assert '<title id="fmi-last-30-days-title">FMI, last 30 days</title>' in html
-    assert html.count('<circle class="mark"') == 2 * 3  # drawn for a wide screen and a phone
+    assert html.count('<circle class="mark"') == 3
 
 
 def test_without_two_snapshots_the_trend_says_how_it_fills(reviewer, alice):

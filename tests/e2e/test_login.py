@@ -52,13 +52,15 @@ def test_a_login_with_no_role_is_refused_in_the_frame_and_told_the_role_it_needs
 def test_only_operators_see_provenance_in_the_navigation(page: Page):
     nav = page.get_by_role("navigation", name="Dashboard")
     login(page, "reviewer")
-    expect(nav.get_by_role("link")).to_have_text(["Overview", "Owners", "Conflicts", "Health", "Jobs"])
+    expect(nav.get_by_role("link")).to_have_text(
+        ["Overview", "Owners", "Conflicts", "Review desk", "Health", "Jobs"]
+    )
     expect(nav.get_by_role("link", name="Overview")).to_have_attribute("aria-current", "page")
     page.get_by_role("button", name="Log out").click()
 
     login(page, "operator")
     expect(nav.get_by_role("link")).to_have_text(
-        ["Overview", "Owners", "Conflicts", "Health", "Jobs", "Provenance"]
+        ["Overview", "Owners", "Conflicts", "Review desk", "Health", "Jobs", "Provenance"]
     )
     expect(nav.get_by_role("link", name="Provenance")).to_have_attribute("href", "/provenance/")
     screenshot(page, "overview-operator")
