@@ -73,7 +73,10 @@ def test_it_lists_the_tiers_with_ceilings_descriptions_channels_and_the_cost_of_
     assert '<input type="hidden" name="tier" value="agent_own">' in row
     assert 'name="ceiling" step="any" min="0" max="1" value="0.8"' in row
     assert "A change rebuilds <strong>3</strong> beliefs." in row and ">Save</button>" in row
+    # Saving there rebuilds beliefs: it looks dangerous and asks first, naming how many.
+    assert 'class="small danger" data-confirm="Set a new ceiling for' in row and "It rebuilds 3 beliefs" in row
     assert "A change rebuilds no belief." in tier_row(html, "tool_output")
+    assert 'data-confirm' not in tier_row(html, "tool_output")
     assert "at or below the pivot: cannot move beliefs" in tier_row(html, "web_fetch")
 
 
@@ -307,7 +310,7 @@ def test_keys_are_listed_with_their_facts_and_a_revoke_button_only_while_live(op
     assert 'data-confirm="Revoke the API key “&lt;script&gt;alert(1)&lt;/script&gt;”?' in row
     assert '<span class="badge perm">read</span>' in row and '<span class="badge perm">admin</span>' in row
     assert "<code>t:</code>" in row and "support-agent" in row and "agent_own" in row
-    assert row.count("<time") == 2 and "live" in row  # created, last used
+    assert row.count("<time") == 2 and "not revoked" in row  # created, last used
     retired = html.split(f'<tr id="key-{gone.pk}"', 1)[1].split("</tr>", 1)[0]
     assert "Revoke</button>" not in retired and "revoked</span>" in retired and "never" in retired
 

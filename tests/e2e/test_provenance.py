@@ -50,8 +50,12 @@ def test_an_operator_lowers_a_ceiling_and_watches_the_rebuild_finish(page: Page,
     screenshot(page, "provenance")
 
     row.get_by_label("New ceiling of agent_own").fill("0.45")
+    # It rebuilds beliefs, so Save asks first, saying how many.
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     row.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_contain_text("Tier agent_own now has ceiling 0.45")
+    assert asked and "It rebuilds 3 beliefs" in asked[0]
     progress = page.locator("#tier-agent_own .rebuild")
     expect(progress.locator(".status")).to_have_text("queued")
     expect(progress).to_contain_text("0/3")
