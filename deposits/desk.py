@@ -36,7 +36,7 @@ from deposits.services.review import (
     skip_return,
     taken_from,
 )
-from deposits.views import _bag_id, _groups, _resolve, _rows, last_resolution
+from deposits.views import _bag_id, _groups, _resolve, _rows, last_resolution, refused_form, refused_redirect
 
 
 def _desk_url(owner: str) -> str:
@@ -88,7 +88,7 @@ def _desk(
             if conflict is not None:
                 claims_release_others(reviewer=reviewer, owner_prefix=owner, keep=claimed[1])
                 break
-    failed = (form is not None and form.errors) or (skip_form is not None and skip_form.errors)
+    failed = request.method == "POST" and skip_form is not None and bool(skip_form.errors)
     context = {
         "owner": owner,
         "conflict": conflict,
@@ -110,7 +110,12 @@ def _desk(
 @reviewer_required
 @require_GET
 def desk(request: HttpRequest) -> HttpResponse:
-    return _desk(request, DeskFilter(request.GET).owner_prefix())
+    owner = DeskFilter(request.GET).owner_prefix()
+    refused = refused_form(request, "desk", DeskResolveForm)
+    if refused is not None:
+        user_id, bag_id, form = refused
+        return _desk(request, owner, shown=(user_id, bag_id), form=form)
+    return _desk(request, owner)
 
 
 def _after(request: HttpRequest, owner: str) -> HttpResponse:
@@ -137,7 +142,9 @@ def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespons
         kept = f" Your reason, not saved: “{reason}”." if reason else ""
         flash(request, f"Not resolved: {form.error_message}.{kept}")
         return _after(request, owner)
-    return _desk(request, owner, shown=(user_id, bag_id), form=form)
+    if request.htmx:
+        return _desk(request, owner, shown=(user_id, bag_id), form=form)
+    return refused_redirect(request, "desk", user_id, bag_id, form, _desk_url(owner))
 
 
 def _refused_as(form: DeskResolveForm, code: str) -> bool:

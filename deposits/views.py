@@ -131,8 +131,9 @@ def _groups(rows: Iterable[Row], counts: BagStats, polarities: Sequence[str]) ->
 
 
 def _form_status(request: HttpRequest, failed: bool) -> int:
-    """422 for a whole page re-shown with a form's error; htmx swaps only 2xx (templates/base.html)."""
-    return 422 if failed and not request.htmx else 200
+    """422 for a whole page answering a POST with a form's error; htmx swaps only 2xx
+    (templates/base.html), and a page a refused Resolve redirected to (a GET) is a 200."""
+    return 422 if failed and not request.htmx and request.method == "POST" else 200
 
 
 def _bag_id(user_id: str, bag_id: str) -> str:
@@ -167,6 +168,42 @@ def _resolve(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm)
 
 
 LAST_RESOLUTION = "atlaso.last_resolution"
+REFUSED = "atlaso.refused_resolution"
+KEPT_FIELDS = ("keep", "reason", "holds", "owner", "page")
+
+
+def refused_redirect(
+    request: HttpRequest, where: str, user_id: str, bag_id: str, form: ResolveForm, to: str
+) -> HttpResponse:
+    """Without JavaScript a refused Resolve redirects back to its page (so a reload never posts
+    again), which shows the refusal once, with what was sent (`refused_form`)."""
+    request.session[REFUSED] = {
+        "where": where,
+        "user_id": user_id,
+        "bag_id": bag_id,
+        "data": {name: form.data.getlist(name) for name in KEPT_FIELDS if name in form.data},
+        "field": form.error_field,
+        "message": form.error_message,
+    }
+    return redirect(to)
+
+
+def refused_form[F: ResolveForm](
+    request: HttpRequest, where: str, form_class: type[F]
+) -> tuple[str, str, F] | None:
+    """The refused Resolve this page is to show again, once: (user_id, bag_id, its form with the refusal)."""
+    stored = request.session.get(REFUSED)
+    if not isinstance(stored, dict) or stored.get("where") != where:
+        return None
+    del request.session[REFUSED]
+    data = QueryDict(mutable=True)
+    for name, values in stored["data"].items():
+        data.setlist(name, [str(value) for value in values])
+    form = form_class(data)
+    form.is_valid()
+    field = stored.get("field")
+    form.add_error(field if field in form.fields else None, str(stored.get("message") or "refused"))
+    return str(stored["user_id"]), str(stored["bag_id"]), form
 
 
 def last_resolution(request: HttpRequest) -> ResolutionRecord | None:
@@ -288,6 +325,11 @@ def _queue(request: HttpRequest, owner: str, number: int, failed: QueueEntry | N
 @require_GET
 def conflicts(request: HttpRequest) -> HttpResponse:
     owner, number = QueueFilter(request.GET).queue()
+    refused = refused_form(request, "queue", QueueResolveForm)
+    if refused is not None:
+        user_id, bag_id, form = refused
+        failed = _queue_entry(request, queue_item(user_id=user_id, bag_id=bag_id), form)
+        return _queue(request, owner, number, failed=failed)
     return _queue(request, owner, number)
 
 
@@ -308,7 +350,7 @@ def queue_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespon
         context = {"entry": failed, "owner": owner, "number": number, "here": _queue_url(owner, number)}
         response = render(request, "deposits/conflicts.html#item", context)
         return reswap(retarget(response, f"#item-{bag_id}"), "outerHTML")
-    return _queue(request, owner, number, failed=failed)
+    return refused_redirect(request, "queue", user_id, bag_id, form, _queue_url(owner, number))
 
 
 # ---- The bag page --------------------------------------------------------------------------
@@ -342,6 +384,9 @@ def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm | No
 @require_GET
 @owner_view
 def bag(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
+    refused = refused_form(request, "bag", ResolveForm)
+    if refused is not None and refused[:2] == (user_id, bag_id):
+        return _bag(request, user_id, bag_id, refused[2])
     return _bag(request, user_id, bag_id)
 
 
@@ -352,7 +397,10 @@ def bag_resolve_view(request: HttpRequest, user_id: str, bag_id: str) -> HttpRes
     """Resolve on the bag page: the bag page again, showing it resolved (htmx: in place)."""
     form = ResolveForm(request.POST)
     if not _resolve(request, user_id, _bag_id(user_id, bag_id), form):
-        return _bag(request, user_id, bag_id, form)
+        if request.htmx:
+            return _bag(request, user_id, bag_id, form)
+        to = reverse("deposits:bag", args=[user_id, bag_id])
+        return refused_redirect(request, "bag", user_id, bag_id, form, to)
     if not request.htmx:
         return redirect("deposits:bag", user_id=user_id, bag_id=bag_id)
     return _bag(request, user_id, bag_id)

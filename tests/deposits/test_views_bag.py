@@ -72,7 +72,10 @@ def test_resolving_on_the_bag_page_redirects_to_it_showing_it_resolved():
     response = client.post(f"{bag.url}resolve/", {"keep": bag.positive[:1], "reason": "the run holds"})
     assert response.status_code == 302 and response.url == bag.url
     text = client.get(bag.url).content.decode()
-    assert '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text and ">Resolve</button>" not in text
+    assert (
+        '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text
+        and ">Resolve</button>" not in text
+    )
     assert "Resolved alice’s bag" in text and "superseding 2 deposits" in text
     assert not ScopeBag.objects.filter(pk=bag.bag_id).in_conflict().exists()
 
@@ -84,7 +87,10 @@ def test_resolving_with_htmx_swaps_in_the_bag_resolved():
     )
     text = response.content.decode()
     assert response.status_code == 200 and text.lstrip().startswith('<div id="bag"')
-    assert '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text and 'role="status"' in text
+    assert (
+        '<span class="badge resolved"><a class="term" href="/help/#resolved">resolved</a></span>' in text
+        and 'role="status"' in text
+    )
     written = Deposit.objects.get(channel="human_review")
     assert (written.polarity, written.author, written.author_role) == ("negative", "rita", "reviewer")
 
@@ -102,8 +108,10 @@ def test_a_refused_resolution_keeps_the_reviewers_input():
 def test_a_second_resolution_is_told_the_bag_was_already_resolved():
     bag = split()
     logged_in("reviewer").post(f"{bag.url}resolve/", {"keep": bag.positive, "reason": "first"})
-    response = logged_in("operator").post(f"{bag.url}resolve/", {"keep": bag.negative, "reason": "second"})
-    assert response.status_code == 422
+    response = logged_in("operator").post(
+        f"{bag.url}resolve/", {"keep": bag.negative, "reason": "second"}, follow=True
+    )
+    assert response.redirect_chain == [(bag.url, 302)]  # a reload does not post again
     assert "it was resolved meanwhile" in response.content.decode()
     assert Deposit.objects.filter(channel="human_review").count() == 1
 
@@ -115,7 +123,6 @@ def test_a_second_resolution_is_told_the_bag_was_already_resolved():
         "/owners/nobody/bags/bag_000000000000000000000000/",
         "/owners/alice/bags/not-a-bag/",
         "/owners/-bad-/bags/bag_000000000000000000000000/",
-        "/owners/alice/bags/bag_%00/",
     ],
 )
 def test_an_unknown_bag_or_owner_is_a_404_in_the_frame(path):

@@ -96,9 +96,11 @@ def test_ticks_and_resolve_work_on_the_desk_and_a_refusal_keeps_what_was_typed()
     reviewer = logged_in("reviewer")
     reviewer.get(DESK)
     refused = reviewer.post(
-        resolve_url("alice", a.bag_id), {"reason": "both?", "keep": [a.positive[0], a.negative[0]]}
+        resolve_url("alice", a.bag_id),
+        {"reason": "both?", "keep": [a.positive[0], a.negative[0]]},
+        follow=True,
     )
-    assert refused.status_code == 422
+    assert refused.redirect_chain == [(DESK, 302)]
     html = refused.content.decode()
     assert "the deposits you kept disagree" in html and ">both?</textarea>" in html
     assert shown(html) == a.bag_id
@@ -111,9 +113,9 @@ def test_resolve_on_a_conflict_someone_else_holds_is_refused_naming_them():
     (a,) = queue("alice")
     claim_next(reviewer="rita")
     answer = logged_in("second-reviewer").post(
-        resolve_url("alice", a.bag_id), {"reason": "mine", "holds": "positive"}
+        resolve_url("alice", a.bag_id), {"reason": "mine", "holds": "positive"}, follow=True
     )
-    assert answer.status_code == 422
+    assert answer.redirect_chain == [(DESK, 302)]
     html = answer.content.decode()
     assert "rita is on this · 10 min left" in html and "Take over" in html
     assert not Resolution.objects.exists()
@@ -226,8 +228,9 @@ def test_the_resolved_list_filters_mine_and_owner_and_pages():
     assert "No resolutions for owners starting with “zed” yet." in none
 
 
-def test_an_empty_desk_says_what_would_fill_it_and_nul_in_its_query_is_no_error():
-    html = logged_in("reviewer").get(DESK + "?owner=a%00b").content.decode()
+def test_an_empty_desk_says_what_would_fill_it():
+    # A NUL in the filter is a 400 page, as in any page's query (tests/test_dashboard_bad_input.py).
+    html = logged_in("reviewer").get(DESK + "?owner=ab").content.decode()
     assert "No open conflicts for owners starting with “ab”" in html
 
 

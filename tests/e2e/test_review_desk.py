@@ -131,13 +131,14 @@ def test_two_reviewers_get_different_conflicts_a_held_one_is_refused_expires_and
             f"/conflicts/next/{alice.user_id}/{alice.bag_id}/resolve/",
             form={"csrfmiddlewaretoken": token, "reason": "It holds", "holds": "positive"},
         )
-        assert refused.status == 422, refused.status
+        # Refused, and redirected back to the desk (a reload posts nothing), which says why.
+        assert refused.status == 200 and refused.url.endswith("/conflicts/next/"), refused.url
         assert "rita is on this · 10 min left: take it over first" in refused.text()
         refused = remy.request.post(
             alice.resolve_url,
             form={"csrfmiddlewaretoken": token, "reason": "It holds", "keep": alice.positive[0]},
         )
-        assert refused.status == 422, refused.status
+        assert refused.status == 200 and refused.url.endswith("/conflicts/"), refused.url
         assert "rita is on this" in refused.text()
         assert has_disagreement(alice.user_id, alice.bag_id)
 
