@@ -105,3 +105,19 @@ def explain(anchor: str) -> str:
         TERMS[anchor].word,
         TERMS[anchor].word,
     )
+
+
+# ---- The API docs -----------------------------------------------------------------------------
+
+_SPECS: dict[int, Any] = {}
+
+
+@register.simple_tag(takes_context=True)
+def openapi_spec(context: template.Context) -> Any:
+    """The OpenAPI document of the page's `api`, built once per process: the docs page embeds it
+    (`{% openapi_spec as spec %}{{ spec|json_script:"openapi-spec" }}`), so Swagger UI draws the
+    operations without fetching /api/v1/openapi.json again. The same document that path serves."""
+    api = context["api"]
+    if id(api) not in _SPECS:
+        _SPECS[id(api)] = api.get_openapi_schema()
+    return _SPECS[id(api)]

@@ -6,6 +6,12 @@
   var root = document.getElementById("swagger-ui");
   var config = JSON.parse(document.getElementById("swagger-settings").textContent);
   config.dom_id = "#swagger-ui";
+  // The document is in the page (templates/ninja/swagger.html): no second request for it.
+  var embedded = document.getElementById("openapi-spec");
+  if (embedded) {
+    config.spec = JSON.parse(embedded.textContent);
+    delete config.url;
+  }
   config.deepLinking = false;
   config.presets = [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset];
   config.onComplete = function () {
