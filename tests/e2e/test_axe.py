@@ -22,7 +22,7 @@ from beliefs.models import ApiKey
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.models import ConflictEpisode, Deposit, Resolution
 from deposits.services.review import claim_bag
-from tests.e2e.browser import login
+from tests.e2e.browser import login, screenshot
 from tests.e2e.conftest import OutsideRequests
 
 SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -125,6 +125,9 @@ def test_every_page_passes_axe_for_both_roles_at_both_sizes(demo, contexts, axe)
                 if path == "/api/v1/docs":
                     page.wait_for_selector(".opblock")  # the operations drawn, not the frame alone
                 found = violations(axe, page)
+                if role == "operator":  # every page at both sizes, for whoever reviews the run
+                    slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
+                    screenshot(page, f"page-{slug}", widths=(size["width"],))
                 table.append((name, role, size_name, sum(len(v["nodes"]) for v in found)))
                 if found:
                     failures.append(f"{name} ({path}) as {role} at {size_name}:\n{describe(found)}")
