@@ -1,26 +1,33 @@
 """The API's whole-request checks of the request line and headers, and its error envelope on
-responses the framework makes outside any operation."""
+responses the framework makes outside any operation; and the same failures met on every other
+page (the dashboard, the login, the admin) as pages: 400, 503 with Retry-After, a one-line 403."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.log import log_response
 
+from atlaso_site.access.roles import refused
 from atlaso_site.api import envelope
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
     INTERNAL_ERROR,
+    LENGTH_REQUIRED,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     UNAUTHORIZED,
     VALIDATION_ERROR,
 )
 from atlaso_site.lib.text import unstorable
+from atlaso_site.ui import pages
 
 API_PREFIX = "/api/"
 # The longest query string the API reads, in bytes as sent (percent-encoded). gunicorn refuses
@@ -73,6 +80,9 @@ class ApiErrorEnvelopeMiddleware:
             return JsonResponse(
                 envelope(VALIDATION_ERROR, message, field=field), status=ERROR_STATUS[VALIDATION_ERROR]
             )
+        unreadable = read_chunked_body(request)
+        if unreadable is not None:
+            return unreadable
         response = self.get_response(request)
         if response.status_code >= 400 and not response.get("Content-Type", "").startswith(
             "application/json"
@@ -89,6 +99,68 @@ class ApiErrorEnvelopeMiddleware:
                 answer["Allow"] = response["Allow"]
             return answer
         return response
+
+
+class _ChunkedInput:
+    """A body sent without a length, as the server hands it over (its chunks decoded, its end
+    marked), read to that end but never more than `limit` bytes: past it, RequestDataTooBig,
+    which the API answers 413 as it does a Content-Length over the limit."""
+
+    def __init__(self, stream: Any, limit: int | None) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.read_so_far = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        wanted = None if size is None or size < 0 else size
+        parts = []
+        while wanted is None or wanted > 0:
+            step = _CHUNK if wanted is None else min(_CHUNK, wanted)
+            if self.limit is not None:
+                step = min(step, self.limit + 1 - self.read_so_far)
+            part = self.stream.read(step) if step > 0 else b""
+            if not part:
+                break
+            self.read_so_far += len(part)
+            if self.limit is not None and self.read_so_far > self.limit:
+                raise RequestDataTooBig("Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE.")
+            parts.append(part)
+            if wanted is not None:
+                wanted -= len(part)
+        return b"".join(parts)
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        """The server's stream is the server's to close."""
+
+
+# How much of a chunked body is asked of the server at a time.
+_CHUNK = 64 * 1024
+
+
+def read_chunked_body(request: HttpRequest) -> HttpResponse | None:
+    """Make an API request's chunked body (Transfer-Encoding: chunked, no Content-Length)
+    readable, or refuse it with 411 length_required when the server cannot say where it ends.
+
+    Django reads a body by its Content-Length, so without one it would read nothing ("body is
+    required"). gunicorn decodes the chunks and promises, by `wsgi.input_terminated`, that its
+    input ends with the body; then the body is read from it, later and only if the operation
+    reads one (after the key is checked), and never beyond the API's limit. A server that makes
+    no such promise (Django's runserver) leaves nothing safe to read: 411.
+    """
+    meta = request.META
+    if meta.get("CONTENT_LENGTH") or "chunked" not in meta.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return None
+    if not meta.get("wsgi.input_terminated"):
+        message = (
+            "this server cannot read a body sent without a length (Transfer-Encoding: chunked); "
+            "send it with a Content-Length header"
+        )
+        return JsonResponse(envelope(LENGTH_REQUIRED, message), status=ERROR_STATUS[LENGTH_REQUIRED])
+    request._stream = _ChunkedInput(meta["wsgi.input"], settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # type: ignore[attr-defined]
+    return None
 
 
 def _content_length(request: HttpRequest) -> int:
@@ -160,4 +232,72 @@ def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
         value = request.headers.get(header)
         if value is not None and (problem := unstorable(value)) is not None:
             return header, f"the {header} header holds {problem}"
+    return None
+
+
+class PageErrorMiddleware:
+    """Every request outside the API (the dashboard, the login, the admin) meets bad input and
+    outages as the API does, answered as pages instead of envelopes.
+
+    A path or query parameter that is not storable text (NUL, a lone surrogate, bytes that are
+    not UTF-8) is the 400 page before any view, session or database reads it; a database that
+    cannot be reached is the 503 page with Retry-After; an access refusal is the 403 page,
+    logged as one line. Each logged once, with no traceback.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(API_PREFIX):
+            problem = _unreadable_page_input(request)
+            if problem is not None:
+                return pages.bad_request(problem)
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view's (or its template's) lost database or refusal; the API answers its own."""
+        if request.path.startswith(API_PREFIX):
+            return None
+        if isinstance(exception, pages.DATABASE_DOWN):
+            return page_unavailable(request, exception)
+        if isinstance(exception, PermissionDenied):
+            return refused(request, exception)
+        return None
+
+
+def page_unavailable(request: HttpRequest, exception: BaseException) -> HttpResponse:
+    """The 503 page for a page whose database was lost, logged as one line without a traceback."""
+    response = pages.unavailable()
+    log_response(
+        "database unavailable: %s %s: %s",
+        request.method,
+        request.path,
+        str(exception),
+        response=response,
+        request=request,
+    )
+    return response
+
+
+def _unreadable_page_input(request: HttpRequest) -> str | None:
+    """What makes a page request's path or a query parameter unreadable as text, as a sentence
+    for the 400 page; None when all of it is text.
+
+    The query is read from its bytes as sent: Django would put U+FFFD for what is not UTF-8
+    before a view saw it. The path is read as Django decoded it, each byte that is not UTF-8
+    percent-encoded again (_REPERCENTED: no page's path parameter may hold "%" either).
+    """
+    problem = unstorable(request.path_info)
+    if problem is None and _REPERCENTED.search(request.path_info):
+        problem = _NOT_UTF8
+    if problem is not None:
+        return f"The path holds {problem}."
+    for name, value in _query_pairs(_wire_bytes(request.META.get("QUERY_STRING", ""))):
+        problem = _problem(name)
+        if problem is not None:
+            return f"A query parameter's name holds {problem}."
+        problem = _problem(value)
+        if problem is not None:
+            return f"The query parameter “{name.decode('utf-8')}” holds {problem}."
     return None

@@ -199,6 +199,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Pages (not the API): bad input is a 400 page before any view or session reads it; a lost
+    # database is a 503 page; a refusal is a 403 logged as one line.
+    "atlaso_site.middleware.PageErrorMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a throttled login into the lockout page.
     "axes.middleware.AxesMiddleware",

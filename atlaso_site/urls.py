@@ -7,6 +7,9 @@ from django.views.generic import RedirectView
 from atlaso_site.api import api
 from atlaso_site.views import DashboardLogoutView
 
+# A lost database met outside a view is the 503 page, not a 500 (atlaso_site.middleware).
+handler500 = "atlaso_site.views.server_error"
+
 urlpatterns = [
     # Browsers ask for /favicon.ico on pages that name no icon (the API docs, the admin).
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),

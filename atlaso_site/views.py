@@ -1,12 +1,18 @@
-"""The dashboard's logout (the pages live in the apps; the overview at `/` in diagnostics)."""
+"""The dashboard's logout and the site's 500 handler (the pages live in the apps; the overview
+at `/` in diagnostics)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.views import LogoutView
 from django.http import HttpRequest, HttpResponse
+from django.views import defaults
+
+from atlaso_site.middleware import API_PREFIX, page_unavailable
+from atlaso_site.ui.pages import DATABASE_DOWN
 
 
 class DashboardLogoutView(LogoutView):
@@ -16,3 +22,12 @@ class DashboardLogoutView(LogoutView):
         response = super().post(request, *args, **kwargs)
         messages.info(request, "You are logged out.")
         return response
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: a lost database met outside a view (a 404 page drawing the frame, a
+    middleware) is the 503 page, as in a view; any other failure is Django's 500."""
+    failure = sys.exc_info()[1]
+    if isinstance(failure, DATABASE_DOWN) and not request.path.startswith(API_PREFIX):
+        return page_unavailable(request, failure)
+    return defaults.server_error(request)

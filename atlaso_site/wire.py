@@ -12,12 +12,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args, get_origin
 from uuid import UUID
 
-from ninja import Schema
+from ninja import Header, Schema
 from ninja.schema import Resolver, ResolverMetaclass
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from atlaso_site.lib.idempotency import MAX_KEY_LENGTH
 from atlaso_site.lib.paging import MAX_OFFSET
+from atlaso_site.lib.text import INVISIBLE
 from atlaso_site.lib.timefmt import isoformat
 from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE
 
@@ -63,8 +65,12 @@ NO_NUL = r"^[^\x00]*$"
 # Python's whitespace (str.isspace: what strip() and split() remove), spelled for any regex
 # dialect: ECMA-262's \s and Python's differ (U+001C..U+001F, U+FEFF).
 SPACE = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-# Text with at least one character that is not whitespace, and no NUL.
-NOT_BLANK = rf"^[^\x00]*[^{SPACE}\x00][^\x00]*$"
+# The invisible characters that, like whitespace, do not make text non-empty (lib.text.INVISIBLE).
+INVISIBLE_CLASS = "".join(f"\\u{ord(character):04x}" for character in INVISIBLE)
+# What makes text show something: a character neither whitespace, invisible nor NUL.
+_SHOWN = rf"[^{SPACE}{INVISIBLE_CLASS}\x00]"
+# Text that shows something (lib.text.is_blank is false), and no NUL.
+NOT_BLANK = rf"^[^\x00]*{_SHOWN}[^\x00]*$"
 # The rule-stating keywords of a JSON schema (what `checked_per_item` moves into prose).
 RULE_KEYWORDS = (
     "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
@@ -73,9 +79,11 @@ RULE_KEYWORDS = (
 
 
 def stripped_within(max_length: int) -> str:
-    """The pattern of text that is 1..max_length characters once stripped of whitespace, no NUL."""
+    """The pattern of text that is 1..max_length characters once stripped of whitespace, shows
+    something (not only whitespace and invisible characters), and holds no NUL."""
     edge = rf"[^{SPACE}\x00]"
-    return rf"^[{SPACE}]*{edge}(?:[^\x00]{{0,{max_length - 2}}}{edge})?[{SPACE}]*$"
+    shows = rf"(?=[{SPACE}{INVISIBLE_CLASS}]*{_SHOWN})"
+    return rf"^{shows}[{SPACE}]*{edge}(?:[^\x00]{{0,{max_length - 2}}}{edge})?[{SPACE}]*$"
 
 
 def stated_text(
@@ -139,6 +147,10 @@ def _in_utc(value: datetime) -> datetime:
 UserId = Annotated[
     str, WithJsonSchema({"type": "string", "pattern": USER_ID_PATTERN.pattern, "description": USER_ID_RULE})
 ]
+# An idempotency key, in a body or the Idempotency-Key header (IDEMPOTENCY_HEADER); lib.idempotency
+# checks it, with the message that teaches it.
+IdempotencyKey = stated_text(min_length=1, max_length=MAX_KEY_LENGTH)
+IDEMPOTENCY_HEADER = Header(None, alias="Idempotency-Key")
 # A provenance tier's name, a slug (the tier model's SlugField(max_length=64)); a name that
 # names no tier is refused by the service that looks it up.
 TierName = stated_text(

@@ -6,7 +6,8 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from atlaso_site.access.api_keys import require, require_global_admin
-from atlaso_site.wire import PageQuery, UserId, VerdictOut, with_errors
+from atlaso_site.lib.idempotency import sent_idempotency_key
+from atlaso_site.wire import IDEMPOTENCY_HEADER, IdempotencyKey, PageQuery, UserId, VerdictOut, with_errors
 from beliefs import selectors, services
 from beliefs.models import Channel
 from beliefs.schemas import (
@@ -17,8 +18,8 @@ from beliefs.schemas import (
     ChannelIn,
     ChannelOut,
     ObservationIn,
+    ObservationResultOut,
     RevisionPageOut,
-    RevisionWithVerdictOut,
     TierChangeOut,
     TierIn,
     TierListOut,
@@ -29,10 +30,20 @@ router = Router(tags=["beliefs"])
 
 
 @router.post(
-    "/users/{user_id}/beliefs/{key}/observations", response=with_errors(**{"201": RevisionWithVerdictOut})
+    "/users/{user_id}/beliefs/{key}/observations",
+    response=with_errors(409, 411, **{"201": ObservationResultOut, "200": ObservationResultOut}),
 )
-def post_observation(request: HttpRequest, user_id: UserId, key: BeliefKey, payload: ObservationIn):
-    """Record one observation on the key's channel; its tier comes from the API key, never the body."""
+def post_observation(
+    request: HttpRequest,
+    user_id: UserId,
+    key: BeliefKey,
+    payload: ObservationIn,
+    idempotency_key: IdempotencyKey | None = IDEMPOTENCY_HEADER,
+):
+    """Record one observation on the key's channel; its tier comes from the API key, never the body.
+
+    A repeat with the same idempotency key and payload within 24 h is a replay (200) that moves nothing.
+    """
     api_key = require(request, "write", user_id)
     recorded = services.observation_record(
         user_id=user_id,
@@ -43,8 +54,9 @@ def post_observation(request: HttpRequest, user_id: UserId, key: BeliefKey, payl
         content_confidence=payload.content_confidence,
         taint_tier=payload.taint_tier,
         source_id=payload.source_id,
+        idempotency_key=sent_idempotency_key(payload.idempotency_key, idempotency_key),
     )
-    return Status(201, recorded.revision)
+    return Status(200 if recorded.is_idempotent_replay else 201, recorded.revision)
 
 
 @router.get("/users/{user_id}/beliefs", response=with_errors(**{"200": BeliefPageOut}))
@@ -90,7 +102,7 @@ def list_tiers(request: HttpRequest):
     return Status(200, {"items": selectors.tier_list(only_channel=only)})
 
 
-@router.put("/tiers/{name}", response=with_errors(404, **{"200": TierChangeOut}))
+@router.put("/tiers/{name}", response=with_errors(404, 411, **{"200": TierChangeOut}))
 def put_tier(request: HttpRequest, name: TierName, payload: TierIn):
     """Change a tier's ceiling (admin, confined to no prefix: tiers are global); affected beliefs are rebuilt."""
     key = require_global_admin(request)
@@ -101,7 +113,7 @@ def put_tier(request: HttpRequest, name: TierName, payload: TierIn):
     return Status(200, tier)
 
 
-@router.post("/channels", response=with_errors(**{"200": ChannelOut, "201": ChannelOut}))
+@router.post("/channels", response=with_errors(411, **{"200": ChannelOut, "201": ChannelOut}))
 def post_channel(request: HttpRequest, payload: ChannelIn):
     """Create a channel on a tier, or rebind one (admin, confined to no prefix: channels are global)."""
     key = require_global_admin(request)

@@ -115,6 +115,22 @@ class BeliefRevision(models.Model):
         ]
 
 
+class ObservationKey(models.Model):
+    """An observation's idempotency key at its first use: a retry within 24 hours replays
+    `revision`; entries past the window are ignored by every read, then deleted."""
+
+    user_id = models.CharField(max_length=128)
+    key = models.CharField(max_length=200)
+    payload_hash = models.CharField(max_length=64)
+    # Null only inside the transaction that claims the key, until its revision is written.
+    revision = models.ForeignKey(BeliefRevision, on_delete=models.CASCADE, null=True, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user_id", "key"], name="observation_key_user_key")]
+        indexes = [models.Index(fields=["created_at"], name="observation_key_created")]
+
+
 class WithdrawnDeposit(models.Model):
     """A soft-retracted deposit: its observations leave every replay, while the log stays intact."""
 

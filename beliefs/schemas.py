@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field
 from atlaso_site.wire import (
     NO_NUL,
     NOT_BLANK,
+    IdempotencyKey,
     OutSchema,
     PageQuery,
     TierName,
@@ -42,6 +43,7 @@ class ObservationIn(Schema):
     content_confidence: UnitInterval | None = None
     taint_tier: TierName | None = None
     source_id: SourceId | None = None
+    idempotency_key: IdempotencyKey | None = None
 
 
 class RevisionOut(OutSchema):
@@ -74,6 +76,12 @@ class RevisionOut(OutSchema):
 
 class RevisionWithVerdictOut(RevisionOut):
     verdict: VerdictOut
+
+
+class ObservationResultOut(RevisionWithVerdictOut):
+    """A posted observation's revision; a replay of its idempotency key answers the original one."""
+
+    is_idempotent_replay: bool
 
 
 class BeliefPageOut(OutSchema):

@@ -15,6 +15,12 @@ from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.job_runs.models import JobRun, Trigger
 from atlaso_site.job_runs.services import job_enqueue
 from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.idempotency import (
+    WINDOW,
+    idempotency_conflict,
+    payload_fingerprint,
+    validate_idempotency_key,
+)
 from atlaso_site.lib.secrets import hash_secret, new_secret
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
@@ -37,6 +43,7 @@ from beliefs.models import (
     BeliefRevision,
     CalibrationOutcome,
     Channel,
+    ObservationKey,
     ProvenanceChange,
     ProvenanceTier,
     WithdrawnDeposit,
@@ -254,6 +261,55 @@ def replay_observations(user_id: str, key: str) -> list[Observation]:
 class RecordedObservation:
     revision: BeliefRevision
     verdict: Verdict
+    is_idempotent_replay: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """An observation's inputs, checked and cleaned before anything is written."""
+
+    key: str
+    value: str
+    observed_at: datetime
+    sent_observed_at: datetime | None
+    confidence: float | None
+    taint_tier: str | None
+    taint_ceiling: float | None
+    source_id: str | None
+
+    def fingerprint(self) -> str:
+        """The payload as sent, for its idempotency key: a retry that omits the claim time
+        again is the same payload, though "now" has moved."""
+        return payload_fingerprint(
+            {
+                "belief_key": self.key,
+                "value": self.value,
+                "observed_at": self.sent_observed_at.isoformat() if self.sent_observed_at else None,
+                "content_confidence": self.confidence,
+                "taint_tier": self.taint_tier,
+                "source_id": self.source_id,
+            }
+        )
+
+
+def _checked(
+    *, key: str, value: str, observed_at: datetime | None, content_confidence: float | None,
+    taint_tier: str | None, source_id: str | None, now: datetime,
+) -> _Checked:  # fmt: skip
+    """Check an observation's inputs; raises BeliefInputError (nothing written) for bad input."""
+    key = clean_belief_key(key)
+    display = clean_value(value)
+    confidence = clean_content_confidence(content_confidence)
+    claimed_at = clean_observed_at(observed_at or now, now=now)
+    taint_ceiling = _taint_ceiling(taint_tier, tier_ceilings())
+    if source_id is not None and len(source_id) > MAX_SOURCE_ID:
+        raise BeliefInputError(
+            "source_id", f"source_id is {len(source_id)} characters; the limit is {MAX_SOURCE_ID}"
+        )
+    return _Checked(
+        key=key, value=display, observed_at=claimed_at, sent_observed_at=observed_at, confidence=confidence,
+        taint_tier=taint_tier, taint_ceiling=taint_ceiling, source_id=source_id,
+    )  # fmt: skip
 
 
 def observation_record(
@@ -267,49 +323,110 @@ def observation_record(
     taint_tier: str | None = None,
     source_id: str | None = None,
     deposit_id: str | None = None,
+    idempotency_key: str | None = None,
     now: datetime | None = None,
 ) -> RecordedObservation:
     """Append one observation to a belief's log and fold it into the stored state.
 
     In claim-time order the state is updated incrementally; a claim older than the newest
     one already folded replays the key's log from scratch, so order of arrival never matters.
-    Raises BeliefInputError (nothing written) for bad input.
+    With an idempotency key, a retry within 24 hours replays the original revision and writes
+    nothing; the key with another payload is 409. Raises BeliefInputError (nothing written)
+    for bad input.
     """
     now = now or timezone.now()
-    key = clean_belief_key(key)
-    display = clean_value(value)
-    confidence = clean_content_confidence(content_confidence)
-    claimed_at = clean_observed_at(observed_at or now, now=now)
-    tiers = tier_ceilings()
-    taint_ceiling = _taint_ceiling(taint_tier, tiers)
-    if source_id is not None and len(source_id) > MAX_SOURCE_ID:
-        raise BeliefInputError(
-            "source_id", f"source_id is {len(source_id)} characters; the limit is {MAX_SOURCE_ID}"
-        )
-    ceiling = channel.tier.ceiling
-    knobs = rule_settings()
+    checked = _checked(
+        key=key, value=value, observed_at=observed_at, content_confidence=content_confidence,
+        taint_tier=taint_tier, source_id=source_id, now=now,
+    )  # fmt: skip
+    idempotency_key = validate_idempotency_key(idempotency_key)
     with transaction.atomic():
-        row = _lock_belief(user_id, key, now)
-        observation = Observation(
-            value=display, observed_at=claimed_at, ceiling=ceiling, taint_ceiling=taint_ceiling,
-            content_confidence=confidence, sequence=2**62,
-        )  # fmt: skip
-        in_order = row.last_observed_at is None or claimed_at >= row.last_observed_at
-        if in_order:
-            state, facts = rule.apply(_state_of(row), observation, knobs)
-        else:
-            log = replay_observations(user_id, key)
-            state, steps = rule.fold([*log, observation], knobs)
-            ordered = rule.claim_order([*log, observation])
-            facts = steps[ordered.index(observation)]
-        revision = _append_revision(
-            user_id=user_id, key=key, value=display, observed_at=claimed_at, now=now, channel=channel,
-            taint_tier=taint_tier, confidence=confidence, facts=facts, deposit_id=deposit_id, source_id=source_id,
-        )  # fmt: skip
-        row.last_observed_at = max(filter(None, [row.last_observed_at, claimed_at]))
-        verdict = _store(row, state, now=now)
-    revision.verdict = verdict
+        if idempotency_key is not None:
+            replayed = _claim_key(user_id, idempotency_key, checked, now)
+            if replayed is not None:
+                return replayed
+        revision, verdict = _record(user_id, checked, channel=channel, deposit_id=deposit_id, now=now)
+        if idempotency_key is not None:
+            ObservationKey.objects.filter(user_id=user_id, key=idempotency_key).update(revision=revision)
+    # What the API's Out schema reads off the revision, beside its own fields.
+    revision.verdict, revision.is_idempotent_replay = verdict, False
     return RecordedObservation(revision=revision, verdict=verdict)
+
+
+def _record(
+    user_id: str, checked: _Checked, *, channel: Channel, deposit_id: str | None, now: datetime
+) -> tuple[BeliefRevision, Verdict]:
+    """Fold the observation into the belief (locked until the transaction ends) and log its revision."""
+    knobs = rule_settings()
+    row = _lock_belief(user_id, checked.key, now)
+    observation = Observation(
+        value=checked.value, observed_at=checked.observed_at, ceiling=channel.tier.ceiling,
+        taint_ceiling=checked.taint_ceiling, content_confidence=checked.confidence, sequence=2**62,
+    )  # fmt: skip
+    in_order = row.last_observed_at is None or checked.observed_at >= row.last_observed_at
+    if in_order:
+        state, facts = rule.apply(_state_of(row), observation, knobs)
+    else:
+        log = replay_observations(user_id, checked.key)
+        state, steps = rule.fold([*log, observation], knobs)
+        ordered = rule.claim_order([*log, observation])
+        facts = steps[ordered.index(observation)]
+    revision = _append_revision(
+        user_id=user_id, key=checked.key, value=checked.value, observed_at=checked.observed_at, now=now,
+        channel=channel, taint_tier=checked.taint_tier, confidence=checked.confidence, facts=facts,
+        deposit_id=deposit_id, source_id=checked.source_id,
+    )  # fmt: skip
+    row.last_observed_at = max(filter(None, [row.last_observed_at, checked.observed_at]))
+    return revision, _store(row, state, now=now)
+
+
+def _claim_key(user_id: str, key: str, checked: _Checked, now: datetime) -> RecordedObservation | None:
+    """Claim an observation's idempotency key (None: this call records), or replay its first use.
+
+    The unique (user_id, key) constraint decides: of any number of concurrent claims exactly one
+    inserts; the others wait for its transaction, then find its row and its revision. An entry
+    past its window is removed first, so correctness never waits for the cleanup job.
+    """
+    ObservationKey.objects.filter(user_id=user_id, key=key, created_at__lte=now - WINDOW).delete()
+    fingerprint = checked.fingerprint()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO beliefs_observationkey (user_id, key, payload_hash, created_at) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, key) DO NOTHING",
+            [user_id, key, fingerprint, connection.ops.adapt_datetimefield_value(now)],
+        )
+        if cursor.rowcount == 1:
+            return None
+    entry = ObservationKey.objects.select_related("revision").get(user_id=user_id, key=key)
+    if entry.revision is None or entry.payload_hash != fingerprint:
+        raise idempotency_conflict(key, entry.revision_id)
+    revision = entry.revision
+    revision.verdict = verdicts_after(user_id, revision.belief_key, [revision], now)[revision.id]
+    revision.is_idempotent_replay = True
+    return RecordedObservation(revision=revision, verdict=revision.verdict, is_idempotent_replay=True)
+
+
+def verdicts_after(user_id: str, key: str, page: list[BeliefRevision], now: datetime) -> dict[int, Verdict]:
+    """The verdict after each revision of `page` (claim-time order): the live log replayed up to it.
+
+    A withdrawn revision is not in the replay, so the verdict after it is the one before it.
+    """
+    knobs = rule_settings()
+    log = replay_observations(user_id, key)
+    state, folded, verdicts = BeliefState(), 0, {}
+    for revision in page:
+        position = (revision.observed_at, revision.id)
+        while folded < len(log) and (log[folded].observed_at, log[folded].sequence) <= position:
+            state, _ = rule.apply(state, log[folded], knobs)
+            folded += 1
+        verdicts[revision.id] = rule.verdict(state, knobs, belief_key=key, now=now)
+    return verdicts
+
+
+def observation_keys_expire(*, now: datetime) -> int:
+    """Delete observation keys past their 24-hour window; how many went (housekeeping only)."""
+    deleted, _ = ObservationKey.objects.filter(created_at__lte=now - WINDOW).delete()
+    return deleted
 
 
 def _append_revision(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Header, Query, Router, Status
+from ninja import Query, Router, Status
 
 from atlaso_site.access.api_keys import require
-from atlaso_site.lib.errors import IMMUTABLE, AtlasoError, invalid
-from atlaso_site.wire import DepositDetailOut, UserId, UuidText, with_errors
+from atlaso_site.lib.errors import IMMUTABLE, AtlasoError
+from atlaso_site.lib.idempotency import sent_idempotency_key
+from atlaso_site.wire import IDEMPOTENCY_HEADER, DepositDetailOut, UserId, UuidText, with_errors
 from deposits.domain.validation import validate_bulk, validate_correction, validate_deposit
 from deposits.schemas import (
     AddManyResultOut,
@@ -25,26 +26,15 @@ from deposits.selectors import deposits as selectors
 from deposits.services import deposits as services
 
 router = Router(tags=["deposits"])
-# The Idempotency-Key header; the body's idempotency_key says the same (`_key` checks they agree).
-IDEMPOTENCY_HEADER = Header(None, alias="Idempotency-Key")
 
 
 def _channel(request: HttpRequest) -> str:
     return request.auth.channel.name  # type: ignore[attr-defined]
 
 
-def _key(body_key: str | None, header_key: str | None) -> str | None:
-    """The write's idempotency key; an empty one is refused (422), never read as "no key"."""
-    if body_key is not None and header_key is not None and body_key != header_key:
-        raise invalid(
-            "idempotency_key",
-            "the Idempotency-Key header and the body's idempotency_key differ; send one of them",
-        )
-    return body_key if body_key is not None else header_key
-
-
 @router.post(
-    "/users/{user_id}/deposits", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut})
+    "/users/{user_id}/deposits",
+    response=with_errors(409, 410, 411, **{"201": AddResultOut, "200": AddResultOut}),
 )
 def add_deposit(
     request: HttpRequest,
@@ -58,12 +48,12 @@ def add_deposit(
     result = services.deposit_add(
         draft=draft,
         channel=_channel(request),
-        idempotency_key=_key(payload.idempotency_key, idempotency_key),
+        idempotency_key=sent_idempotency_key(payload.idempotency_key, idempotency_key),
     )
     return Status(200 if result.is_idempotent_replay else 201, result)
 
 
-@router.post("/users/{user_id}/deposits/bulk", response=with_errors(**{"200": AddManyResultOut}))
+@router.post("/users/{user_id}/deposits/bulk", response=with_errors(411, **{"200": AddManyResultOut}))
 def add_deposits_bulk(request: HttpRequest, user_id: UserId, payload: BulkIn):
     """Add up to 1000 deposits, each with its own idempotency key."""
     require(request, "write", user_id)
@@ -74,7 +64,8 @@ def add_deposits_bulk(request: HttpRequest, user_id: UserId, payload: BulkIn):
 
 
 @router.post(
-    "/users/{user_id}/contradict", response=with_errors(409, **{"201": AddResultOut, "200": AddResultOut})
+    "/users/{user_id}/contradict",
+    response=with_errors(409, 410, 411, **{"201": AddResultOut, "200": AddResultOut}),
 )
 def contradict(
     request: HttpRequest,
@@ -90,7 +81,7 @@ def contradict(
     result = services.deposit_contradict(
         correction=correction,
         channel=_channel(request),
-        idempotency_key=_key(payload.idempotency_key, idempotency_key),
+        idempotency_key=sent_idempotency_key(payload.idempotency_key, idempotency_key),
     )
     return Status(200 if result.is_idempotent_replay else 201, result)
 
@@ -125,6 +116,8 @@ def list_deposits(request: HttpRequest, user_id: UserId, query: Query[ListQuery]
 )
 def refuse_update(request: HttpRequest, user_id: UserId, deposit_id: UuidText):
     """Deposits are immutable: correct one by writing a deposit that contradicts it."""
+    # The key and the owner first (api.md): a key confined elsewhere gets 403, whatever the method.
+    require(request, "write", user_id)
     raise AtlasoError(
         IMMUTABLE,
         "deposits are immutable; to change a claim, POST /users/{user_id}/contradict with "

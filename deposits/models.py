@@ -6,11 +6,13 @@ Every table leads its indexes with user_id, so the store can be sharded by owner
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
 from django.db.models import Case, Exists, FloatField, IntegerField, OuterRef, Q, Value, When
 from django.db.models.functions import Cast, Greatest
 from django.db.models.lookups import GreaterThan
+from django.utils import timezone
 
 from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import DIRECTIONAL, POLARITIES
@@ -239,18 +241,47 @@ def is_superseded() -> Exists:
     return Exists(Contradiction.objects.superseding().filter(old_deposit=OuterRef("pk")))
 
 
+def keep_as_erased(collector: Any, field: models.Field, sub_objs: Any, using: str) -> None:
+    """on_delete of an idempotency entry's deposit: the entry stays as the key's tombstone.
+
+    Whichever way a deposit is deleted (erasure is the only way), its keys stay remembered as
+    erased for the rest of their 24 hours (domain.md, Writing), keeping nothing of the payload:
+    the fingerprint goes (a hash of a short claim can be confirmed by guessing it), and so does
+    the deposit. The erasure time and the hash are set before the deposit is cleared, as the
+    updates run in this order against entries found by their deposit.
+    """
+    entry = field.model._meta
+    collector.add_field_update(entry.get_field("erased_at"), timezone.now(), sub_objs)
+    collector.add_field_update(entry.get_field("payload_hash"), "", sub_objs)
+    collector.add_field_update(field, None, sub_objs)
+
+
+# The entries are read lazily by their deposit (as SET_NULL's are), so the updates above find them.
+keep_as_erased.lazy_sub_objs = True  # type: ignore[attr-defined]
+
+
 class IdempotencyEntry(models.Model):
-    """A key's first use within its 24-hour window; entries past it are ignored, then deleted."""
+    """A key's first use within its 24-hour window; entries past it are ignored, then deleted.
+
+    An entry whose deposit was erased is a tombstone (`erased_at` set, no deposit, no payload
+    hash): any use of its key within the window answers 410 `erased` and writes nothing.
+    """
 
     user_id = models.CharField(max_length=128)
     key = models.CharField(max_length=200)
+    # The payload's fingerprint; "" on a tombstone, which keeps nothing of the erased payload.
     payload_hash = models.CharField(max_length=64)
-    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, null=True, related_name="+")
+    deposit = models.ForeignKey(Deposit, on_delete=keep_as_erased, null=True, related_name="+")
     created_at = models.DateTimeField()
+    erased_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user_id", "key"], name="idempotency_user_key")]
         indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+    @property
+    def is_erased(self) -> bool:
+        return self.erased_at is not None
 
 
 class RecallLog(models.Model):

@@ -16,6 +16,7 @@ from atlaso_site.wire import (
     DepositDetailOut,
     DepositOut,
     EvidenceGrade,
+    IdempotencyKey,
     OutSchema,
     Polarity,
     ReproStatus,
@@ -32,7 +33,6 @@ from atlaso_site.wire import (
 )
 from beliefs.domain.values import BELIEF_KEY_PATTERN, MAX_VALUE_LENGTH
 from deposits.domain.bags import BAG_ID_PATTERN
-from deposits.domain.idempotency import MAX_KEY_LENGTH
 from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import FACETS
 from deposits.domain.validation import (
@@ -62,14 +62,15 @@ Tag = stated_text(min_length=1, max_length=MAX_TAG)
 ArtifactRef = stated_text(min_length=1, max_length=MAX_ARTIFACT)
 DepositRef = stated_text(min_length=1, max_length=MAX_DEPOSIT_REF)
 ProvenanceText = stated_text(max_length=MAX_PROVENANCE)
-IdempotencyKey = stated_text(min_length=1, max_length=MAX_KEY_LENGTH)
 Content = stated_text(
     pattern=stripped_within(MAX_CONTENT),
-    description=f"The claim: 1..{MAX_CONTENT} characters once leading and trailing whitespace is stripped.",
+    description=f"The claim: 1..{MAX_CONTENT} characters once leading and trailing whitespace is stripped. "
+    "Text made only of whitespace and invisible characters (zero-width spaces and joiners, the BOM) is empty.",
 )
 Reason = stated_text(
     pattern=stripped_within(MAX_REASON),
-    description=f"Why the earlier deposits no longer hold: 1..{MAX_REASON} characters once stripped.",
+    description=f"Why the earlier deposits no longer hold: 1..{MAX_REASON} characters once stripped, "
+    "not only whitespace and invisible characters.",
 )
 BeliefKey = stated_text(pattern=f"^{BELIEF_KEY_PATTERN.pattern}$")
 # A belief value is at most 500 characters as sent (pydantic checks that); the domain checks the

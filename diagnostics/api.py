@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import Query, Router, Schema, Status
 
-from atlaso_site.access.api_keys import require, require_global_admin
+from atlaso_site.access.api_keys import require, require_global_admin, require_unconfined
 from atlaso_site.wire import UserId, with_errors
 from diagnostics import selectors
 from diagnostics.schemas import (
@@ -88,6 +88,7 @@ def calibration(request: HttpRequest):
     """How well belief probabilities match confirmed outcomes (Brier, ECE), overall and per tier.
 
     Until `is_frequency` is true there are too few outcomes: read probabilities as a ranking.
+    Deployment-wide (it pools every owner's outcomes), so a key confined to a prefix gets 403.
     """
-    require(request, "read")
+    require_unconfined(request, "read")
     return Status(200, selectors.calibration())

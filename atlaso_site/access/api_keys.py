@@ -120,17 +120,22 @@ def require(request: HttpRequest, permission: str, user_id: str | None = None) -
     return key
 
 
-def require_global_admin(request: HttpRequest) -> ApiKey:
-    """The request's key, if it holds `admin` and is confined to no prefix; else 403.
+def require_unconfined(request: HttpRequest, permission: str) -> ApiKey:
+    """The request's key, if it has `permission` and is confined to no prefix; else 403.
 
     Deployment-wide reads and global changes span every owner, so a key confined to some
     owners may not make them.
     """
-    key = require(request, "admin")
+    key = require(request, permission)
     if key.user_prefix:
         raise AtlasoError(
             FORBIDDEN,
             f"this API key is confined to user_ids starting {key.user_prefix!r}; deployment-wide "
-            "operations need an admin key confined to no prefix",
+            f"operations need a key with {permission!r} confined to no prefix",
         )
     return key
+
+
+def require_global_admin(request: HttpRequest) -> ApiKey:
+    """The request's key, if it holds `admin` and is confined to no prefix; else 403."""
+    return require_unconfined(request, "admin")

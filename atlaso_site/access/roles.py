@@ -3,7 +3,8 @@
 A role is membership of the Django group of that name (created by a data migration in
 `beliefs`); a superuser counts as an operator, and an operator may do all a reviewer does.
 Anonymous requests go to the login page with `?next=`; a login without the role needed gets
-403, rendered by `templates/403.html` in the frame with the message raised here.
+403, rendered by `templates/403.html` in the frame with the message raised here, and logged by
+`refused` as one line (who, what, why): a refusal is no fault, so it has no traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import get_resolver, get_urlconf, reverse
+from django.utils.log import log_response
 from django_htmx.http import HttpResponseClientRedirect
 
 REVIEWER = "reviewer"
@@ -67,25 +69,61 @@ def is_operator(user: User) -> bool:
     return OPERATOR in roles_of(user)
 
 
+def _needed(role: str) -> str:
+    return "the operator role" if role == OPERATOR else "the reviewer or operator role"
+
+
 def denial_message(user: User, role: str) -> str:
     """What the 403 page says: the role needed and the role this login has."""
-    held = roles_of(user)
-    needed = "the operator role" if role == OPERATOR else "the reviewer or operator role"
-    has = "is a reviewer" if held else "has no dashboard role"
+    has = "is a reviewer" if roles_of(user) else "has no dashboard role"
     return (
-        f"This needs {needed}. You are logged in as “{user.get_username()}”, who {has}. "
+        f"This needs {_needed(role)}. You are logged in as “{user.get_username()}”, who {has}. "
         f"An operator can grant a role with: manage.py create_login {user.get_username()} --role {role}"
     )
 
 
+class RoleRequired(PermissionDenied):
+    """A login without the role a page or action needs: the 403 page says its message."""
+
+    def __init__(self, user: User, role: str) -> None:
+        super().__init__(denial_message(user, role))
+        self.role = role
+
+
 def require_role(request: HttpRequest, role: str) -> None:
-    """Raise PermissionDenied (403) unless the logged-in user holds `role`.
+    """Raise RoleRequired, a PermissionDenied (403), unless the logged-in user holds `role`.
 
     For a view that is open to reviewers but has an operator-only action in it (Erase).
     The view's decorator has already sent anonymous requests to the login page.
     """
     if role not in roles_of(request.user):
-        raise PermissionDenied(denial_message(request.user, role))
+        raise RoleRequired(request.user, role)
+
+
+def refused(request: HttpRequest, denial: PermissionDenied) -> HttpResponse:
+    """The 403 page for `denial` (the site's 403 handler: `templates/403.html`), logged as one
+    line saying who was refused what and why, where Django would log a traceback."""
+    response = get_resolver(get_urlconf()).resolve_error_handler(403)(request, exception=denial)
+    user = getattr(request, "user", None) or AnonymousUser()
+    who = user.get_username() if user.is_authenticated else "anonymous"
+    held = ", ".join(sorted(roles_of(user))) or "no dashboard role"
+    why = (
+        f"needs {_needed(denial.role)}"
+        if isinstance(denial, RoleRequired)
+        else str(denial) or "no permission"
+    )
+    # log_response marks the response as logged, so Django does not log it again.
+    log_response(
+        "access refused: %s %s for %s (%s): %s",
+        request.method,
+        request.path,
+        who,
+        held,
+        why,
+        response=response,
+        request=request,
+    )
+    return response
 
 
 def _login_redirect(request: HttpRequest) -> HttpResponse:

@@ -18,6 +18,8 @@ FORBIDDEN = "forbidden"
 CONFLICT = "conflict"
 UNAVAILABLE = "unavailable"
 PAYLOAD_TOO_LARGE = "payload_too_large"
+ERASED = "erased"
+LENGTH_REQUIRED = "length_required"
 UNAUTHORIZED = "unauthorized"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 INTERNAL_ERROR = "internal_error"
@@ -36,6 +38,8 @@ ERROR_STATUS: dict[str, int] = {
     FORBIDDEN: 403,
     UNAVAILABLE: 503,
     PAYLOAD_TOO_LARGE: 413,
+    ERASED: 410,
+    LENGTH_REQUIRED: 411,
     INTERNAL_ERROR: 500,
 }
 

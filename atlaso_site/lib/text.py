@@ -3,6 +3,8 @@
 PostgreSQL refuses NUL in text, and neither database can encode a lone surrogate (half of a
 UTF-16 pair, such as the JSON escape "\\ud800" alone) as UTF-8; either would fail the write
 with a driver error. So the API edge and the domain validation both ask this module first.
+
+And text that shows nothing (`is_blank`): every field that must hold something refuses it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Characters that show nothing and are not whitespace to str.isspace: the zero-width space,
+# non-joiner and joiner, the word joiner and the BOM (zero-width no-break space). Text made only
+# of these and whitespace counts as empty (api.md); the client checks the same five.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_WITHOUT_INVISIBLE = dict.fromkeys(map(ord, INVISIBLE))
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: it holds only whitespace and invisible characters."""
+    return not text.translate(_WITHOUT_INVISIBLE).strip()
 
 
 def unstorable(text: str) -> str | None:

@@ -1,10 +1,12 @@
 """What every dashboard page does the same way: read its page number, page its list, guard its
-owner id, say "not found", show a flash message.
+owner id, say "not found", "bad request" or "unavailable", show a flash message.
 
 A view reads `page_number(request.GET, size=…)`, asks its selector for `offset_of(number, size)`,
 and hands the `Page` it gets to `Pager.of(request, page, …)`; its template includes
 `ui/pager.html`. An owner's page is wrapped in `@owner_view`; a miss anywhere below it raises
-`AtlasoError(NOT_FOUND, …)` and becomes `not_found(…)`, the one 404 page in the frame.
+`AtlasoError(NOT_FOUND, …)` and becomes `not_found(…)`, the one 404 page in the frame. The
+400 and 503 pages (`bad_request`, `unavailable`) are answered by atlaso_site.middleware for
+every page and the admin, and drawn without the request: neither may need the database.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from functools import wraps
 from math import ceil
 from typing import Any
 
+import psycopg
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
 from atlaso_site.lib.paging import MAX_OFFSET, Page
@@ -27,6 +32,16 @@ type View = Callable[..., HttpResponse]
 
 #: What an owner's page says when nothing was ever deposited for the id it names.
 NO_OWNER = "No memory owner has this id: nothing was ever deposited for it."
+#: How long the 503 page asks a client to wait before it asks again, as the API's 503 does.
+RETRY_AFTER_SECONDS = 5
+#: A lost or refused database connection, whichever layer raises it: Django's wrappers, or the
+#: driver's own (psycopg's OperationalError covers AdminShutdown and the pool's PoolTimeout).
+DATABASE_DOWN: tuple[type[Exception], ...] = (
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
 
 
 # ---- Page numbers and pagers ----------------------------------------------------------------
@@ -151,6 +166,28 @@ def owner_view(view: View) -> View:
             return not_found(request, error.message)
 
     return guarded
+
+
+# ---- Bad requests and outages --------------------------------------------------------------
+
+
+def bad_request(message: str) -> HttpResponse:
+    """The one 400 page, in the frame: what in the request cannot be read.
+
+    Drawn without the request (no context processor, so no session, login or role is read).
+    """
+    return HttpResponseBadRequest(render_to_string("400.html", {"message": message}))
+
+
+def unavailable() -> HttpResponse:
+    """The one 503 page, in the frame, with Retry-After: the database cannot be reached.
+
+    Drawn without the request, so it needs no database: the frame shows no login and no menu.
+    """
+    context = {"retry_after": RETRY_AFTER_SECONDS}
+    response = HttpResponse(render_to_string("503.html", context), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 # ---- Flash messages -------------------------------------------------------------------------

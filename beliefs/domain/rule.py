@@ -15,7 +15,7 @@ from beliefs.domain.values import (
     BeliefInputError,
     clean_ceiling,
     clean_content_confidence,
-    clean_value,
+    display_value,
     normalize_value,
 )
 
@@ -87,7 +87,7 @@ class Observation:
     sequence: int = 0
 
     def __post_init__(self) -> None:
-        clean_value(self.value)
+        display_value(self.value)
         if not isinstance(self.observed_at, datetime) or self.observed_at.utcoffset() is None:
             raise BeliefInputError("observed_at", "observed_at must be a datetime with a time zone")
         clean_ceiling("ceiling", self.ceiling)
@@ -387,7 +387,7 @@ def apply(
     state: BeliefState, observation: Observation, settings: RuleSettings = DEFAULT_SETTINGS
 ) -> tuple[BeliefState, RevisionFacts]:
     """Fold one observation into `state`; return the new state and what the step did."""
-    display = clean_value(observation.value)
+    display = display_value(observation.value)
     key = normalize_value(display)
     claimed_at = observation.observed_at.astimezone(UTC)
     r = reliability(

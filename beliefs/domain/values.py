@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.text import is_blank
 
 BELIEF_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,127}")
 MAX_KEY_LENGTH = 128
@@ -67,16 +68,31 @@ def clean_belief_key(key: Any) -> str:
     )
 
 
+EMPTY_VALUE = "the value is empty; give the canonical short answer, e.g. '5 oz per tbsp'"
+
+
 def clean_value(value: Any) -> str:
-    """Return the display spelling of a value (whitespace collapsed), else raise a teaching error."""
+    """Return the display spelling of a value sent (whitespace collapsed), else raise a teaching error.
+
+    A value that shows nothing (only whitespace and invisible characters) is empty.
+    """
+    display = display_value(value)
+    if is_blank(display):
+        raise BeliefInputError("value", EMPTY_VALUE)
+    return display
+
+
+def display_value(value: Any) -> str:
+    """Return the display spelling of a value already in the log (whitespace collapsed).
+
+    The rule folds the log with it: a value logged before invisible-only text counted as empty
+    must still replay, so only `clean_value`, at the door, refuses that.
+    """
     if not isinstance(value, str):
         raise BeliefInputError("value", f"a belief value is a short text answer, not {type(value).__name__}")
     display = collapse_whitespace(value)
     if not display:
-        raise BeliefInputError(
-            "value",
-            "the value is empty; give the canonical short answer, e.g. '5 oz per tbsp'",
-        )
+        raise BeliefInputError("value", EMPTY_VALUE)
     if len(display) > MAX_VALUE_LENGTH:
         raise BeliefInputError(
             "value",

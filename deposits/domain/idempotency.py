@@ -1,17 +1,14 @@
-"""Idempotency keys: the client-side helper and the payload fingerprint."""
+"""Idempotency keys: the client-side helper; the window and the payload fingerprint are the
+kernel's (atlaso_site.lib.idempotency), which the belief observations use too."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping
-from datetime import timedelta
-from typing import Any
+
+from atlaso_site.lib.idempotency import MAX_KEY_LENGTH, WINDOW, payload_fingerprint
 
 KEY_PREFIX = "ak_"
 SEPARATOR = "\x1f"
-WINDOW = timedelta(hours=24)
-MAX_KEY_LENGTH = 200
 
 
 def idempotency_key(*parts: object) -> str:
@@ -20,7 +17,4 @@ def idempotency_key(*parts: object) -> str:
     return KEY_PREFIX + hashlib.blake2b(joined.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def payload_fingerprint(payload: Mapping[str, Any]) -> str:
-    """A canonical hash of a request's fields: same fields and values give the same hash."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.blake2b(canonical.encode("utf-8"), digest_size=16).hexdigest()
+__all__ = ["KEY_PREFIX", "MAX_KEY_LENGTH", "SEPARATOR", "WINDOW", "idempotency_key", "payload_fingerprint"]

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from atlaso_site.lib.errors import VALIDATION_ERROR, AtlasoError, invalid
-from atlaso_site.lib.text import first_unstorable, unstorable
+from atlaso_site.lib.idempotency import validate_idempotency_key
+from atlaso_site.lib.text import first_unstorable, is_blank, unstorable
 from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
 from beliefs.domain.values import (
     BeliefInputError,
@@ -16,7 +17,6 @@ from beliefs.domain.values import (
     clean_content_confidence,
     clean_value,
 )
-from deposits.domain.idempotency import MAX_KEY_LENGTH
 from deposits.domain.types import (
     ENUMS,
     EVIDENCE_GRADES,
@@ -125,7 +125,7 @@ def _optional_text(field: str, value: Any, limit: int) -> str | None:
 
 
 def validate_content(value: Any, field: str = "content") -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or is_blank(value):
         raise DepositValidationError(
             field,
             f"{field} must be a non-empty claim in plain words, "
@@ -154,7 +154,7 @@ def validate_reason(value: Any) -> str:
     """A contradiction's reason: required, 1..2000 characters once stripped."""
     if isinstance(value, str) and (problem := unstorable(value)) is not None:
         raise DepositValidationError("reason", f"reason holds {problem}")
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or is_blank(value):
         raise DepositValidationError(
             "reason",
             "reason is required: say why the earlier deposits no longer hold "
@@ -285,19 +285,6 @@ def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
         repro_status=validate_enum("repro_status", data.get("repro_status"), default=REPRO_STATUSES[0]),
         belief=validate_belief(data.get("belief")),
     )
-
-
-def validate_idempotency_key(key: Any) -> str | None:
-    """An idempotency key as sent (header or body), or None when none was sent."""
-    if key is None:
-        return None
-    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise invalid(
-            "idempotency_key",
-            f"idempotency_key must be 1..{MAX_KEY_LENGTH} characters; compute one with "
-            "idempotency_key(*parts) (see the README)",
-        )
-    return key
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,13 @@ class SearchBackend:
     def text_query(self, words: list[str]) -> str:
         raise NotImplementedError
 
+    def forget_erased(self) -> None:
+        """Purge whatever the index still keeps of erased deposits' words (after an erasure).
+
+        PostgreSQL keeps none that any query can read: the erased row's tsvector and its index
+        entries are dead with it, and vacuum reclaims them.
+        """
+
     def rank_params(self, query: str) -> list[object]:
         """Parameters `rank_sql` takes, in order."""
         return []

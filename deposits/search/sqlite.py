@@ -3,6 +3,8 @@ table, whose rowids put each owner's entries in one range (migration 0010)."""
 
 from __future__ import annotations
 
+from django.db import connection
+
 from deposits.search.base import SearchBackend
 
 # The full-text rowid of a deposit: its owner's number × OWNER_BLOCK + the deposit's rowid.
@@ -25,6 +27,13 @@ class SqliteBackend(SearchBackend):
     rank_sql = "-bm25(deposits_fts)"
     # A row stamped after `now` (clock skew between writers) counts as brand new, as decay() says.
     age_days_sql = "max(julianday(%s) - julianday(d.created_at), 0)"
+
+    def forget_erased(self) -> None:
+        # FTS5 records a deletion as a marker in a new segment and keeps the erased terms in the
+        # older ones until they merge; secure-delete needs SQLite 3.42, so the segments
+        # are merged now. Erasures are rare, and nothing of an erased claim may stay behind.
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO deposits_fts (deposits_fts) VALUES ('optimize')")
 
     def text_query(self, words: list[str]) -> str:
         # Each word quoted: FTS5 then reads it as a term, never as an operator (NOT, OR, NEAR).

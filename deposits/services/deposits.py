@@ -17,17 +17,24 @@ from django.utils import timezone
 
 from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.lib.errors import (
+    ERASED,
     GATE_REJECTED,
-    IDEMPOTENCY_CONFLICT,
     MISSING_CONTRADICTS,
+    NOT_FOUND,
     VALIDATION_ERROR,
     AtlasoError,
     invalid,
     not_found,
 )
+from atlaso_site.lib.idempotency import idempotency_conflict
 from beliefs.domain.values import BeliefInputError, clean_observed_at
 from beliefs.models import Channel, ProvenanceTier
-from beliefs.services import observation_record, observations_erase, observations_withdraw
+from beliefs.services import (
+    observation_keys_expire,
+    observation_record,
+    observations_erase,
+    observations_withdraw,
+)
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.idempotency import WINDOW, payload_fingerprint
@@ -45,6 +52,7 @@ from deposits.domain.validation import (
     validate_user_id,
 )
 from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog
+from deposits.search import search_backend
 from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
 from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
@@ -224,7 +232,7 @@ def _key_owners(pending: Sequence[_Pending]) -> dict[str, _Pending]:
         if first.fingerprint == item.fingerprint:
             item.follows = first
         else:
-            item.fail(_conflict(item.key, first.deposit_id))
+            item.fail(idempotency_conflict(item.key, first.deposit_id))
     return owners
 
 
@@ -256,10 +264,12 @@ def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list
     }
     for key in taken:
         item, entry = owners[key], existing.get(key)
-        if entry is not None and entry.payload_hash == item.fingerprint and entry.deposit_id is not None:
+        if entry is not None and entry.is_erased:
+            item.fail(_erased(key))
+        elif entry is not None and entry.payload_hash == item.fingerprint and entry.deposit_id is not None:
             item.outcome = ("replay", entry.deposit_id)
         else:
-            item.fail(_conflict(key, entry.deposit_id if entry else None))
+            item.fail(idempotency_conflict(key, entry.deposit_id if entry else None))
 
 
 def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
@@ -286,13 +296,13 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
         _settle_taken_keys(user_id, owners, taken, now)
 
 
-def _conflict(key: str, existing_id: uuid.UUID | None) -> AtlasoError:
+def _erased(key: str) -> AtlasoError:
+    """A key whose deposit was erased: nothing is written under it again within its 24 hours."""
     return AtlasoError(
-        IDEMPOTENCY_CONFLICT,
-        "this idempotency_key was already used within 24 hours for a different payload; "
-        "use a new key for a new write, or resend the original payload to replay it",
+        ERASED,
+        "the deposit this idempotency_key wrote was erased; nothing is written again under this key "
+        "within 24 hours of its first use. To record a claim anew, send it with a new key.",
         idempotency_key=key,
-        existing_id=str(existing_id) if existing_id else None,
     )
 
 
@@ -430,7 +440,14 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
             raise value
     if status == "committed":
         return AddResult(deposit=_record_of(item, channel=channel, now=item_time), is_idempotent_replay=False)
-    return AddResult(deposit=deposit_record(draft.user_id, str(value)), is_idempotent_replay=True)
+    try:
+        replayed = deposit_record(draft.user_id, str(value))
+    except AtlasoError as error:
+        if error.code != NOT_FOUND:
+            raise
+        # Erased between reading its key and reading it: the key is a tombstone now.
+        raise _erased(key or "") from error
+    return AddResult(deposit=replayed, is_idempotent_replay=True)
 
 
 def deposit_add(*, draft: DepositDraft, channel: str | None, idempotency_key: str | None = None) -> AddResult:
@@ -567,7 +584,9 @@ def deposit_retract(
             *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True),
         }
         erased = row.pk
+        # Its idempotency keys stay behind as tombstones (IdempotencyEntry's on_delete).
         row.delete()
+        search_backend().forget_erased()
         bags_recount(affected, user_id=user_id)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
         episodes_sync(user_id=user_id, bag_ids=affected, now=timezone.now(), closers=closers)
@@ -612,13 +631,14 @@ EXPIRE_BATCH = 5000
 
 
 def idempotency_expire(*, now: datetime | None = None, progress: Progress | None = None) -> dict[str, int]:
-    """Delete idempotency entries past their 24-hour window, in batches; counts `deleted`.
+    """Delete idempotency entries (deposits' and observations') past their 24-hour window; counts `deleted`.
 
     Only housekeeping: every read already ignores expired entries, so running late,
     twice, or twice at once is harmless.
     """
     progress = progress or no_progress
-    expired = IdempotencyEntry.objects.filter(created_at__lte=(now or timezone.now()) - WINDOW)
+    now = now or timezone.now()
+    expired = IdempotencyEntry.objects.filter(created_at__lte=now - WINDOW)
     total = expired.count()
     progress(0, total)
     deleted = 0
@@ -627,6 +647,8 @@ def idempotency_expire(*, now: datetime | None = None, progress: Progress | None
         gone, _ = expired.filter(pk__in=batch).delete()
         deleted += gone
         progress(min(deleted, total), total)
+    # The belief observations' keys keep the same window.
+    deleted += observation_keys_expire(now=now)
     return {"deleted": deleted}
 
 

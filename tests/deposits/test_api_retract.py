@@ -84,7 +84,7 @@ def test_a_hard_retraction_needs_the_erase_permission(api):
     assert Deposit.objects.filter(pk=deposit).exists()
 
 
-def test_a_hard_retraction_erases_the_row_its_edges_and_its_key(api, eraser):
+def test_a_hard_retraction_erases_the_row_and_its_edges_and_keeps_its_key_as_erased(api, eraser):
     old = add(api)
     new = api.post(
         "/users/alice/contradict",
@@ -107,7 +107,9 @@ def test_a_hard_retraction_erases_the_row_its_edges_and_its_key(api, eraser):
     assert api.get(f"/users/alice/deposits/{new}").status == 404
     assert not Deposit.objects.filter(pk=new).exists()
     assert not Contradiction.objects.exists()
-    assert not IdempotencyEntry.objects.exists()
+    # The key stays for the rest of its 24 hours as a tombstone that keeps nothing of the payload.
+    kept = IdempotencyEntry.objects.values_list("key", "deposit_id", "payload_hash")
+    assert list(kept) == [("fix", None, "")]
 
 
 def test_a_deposit_an_erased_one_had_superseded_is_live_again(api, eraser):
@@ -138,13 +140,14 @@ def test_erasing_a_superseded_deposit_removes_the_edge_and_leaves_the_correction
     assert live() == {"positive": 0, "negative": 0, "open": 1}
 
 
-def test_a_freed_key_writes_a_new_deposit_after_erasure(api, eraser):
+def test_an_erased_deposits_key_writes_nothing_again_within_its_window(api, eraser):
+    # domain.md, Writing: a client's retry cannot bring an erased claim back (410 erased).
     body = {"content": "likes tea", "idempotency_key": "tea"}
     first = api.post("/users/alice/deposits", body).body["deposit"]["id"]
     eraser.delete(f"/users/alice/deposits/{first}?mode=hard")
     again = api.post("/users/alice/deposits", body)
-    assert again.status == 201
-    assert again.body["deposit"]["id"] != first
+    assert (again.status, again.body["error"]["code"]) == (410, "erased")
+    assert not Deposit.objects.exists()
 
 
 def test_retracting_an_unknown_or_malformed_or_foreign_id_answers_404(api, eraser):

@@ -89,7 +89,11 @@ def test_an_operator_erases_and_lands_on_the_owner_page_with_a_message():
     bag = split()
     client = logged_in("operator")
     page = client.get(bag.deposit_url(bag.negative[0])).content.decode()
-    assert ">Erase</button>" in page and 'data-confirm="Erase deposit ' in page and 'for good? Its content' in page
+    assert (
+        ">Erase</button>" in page
+        and 'data-confirm="Erase deposit ' in page
+        and "for good? Its content" in page
+    )
     response = client.post(bag.deposit_url(bag.negative[0]) + "erase/", {"reason": "GDPR request 12"})
     assert response.status_code == 302 and response.url == "/owners/alice/"
     assert not Deposit.objects.filter(pk=bag.negative[0]).exists()
