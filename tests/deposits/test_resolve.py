@@ -125,7 +125,7 @@ def test_an_agent_correcting_a_claim_while_a_reviewer_resolves_its_bag_never_dea
 ):
     """The reviewer's resolution is paused right after it looked at the bag; meanwhile an agent
     corrects one of the bag's claims. Both must end with an answer, not a deadlock (a 503)."""
-    from deposits.services import deposits as services
+    from deposits.services import review as services
 
     bag_id, a, _, c = split_bag()
     inside, failures = threading.Event(), []
