@@ -74,9 +74,13 @@ def test_it_lists_the_tiers_with_ceilings_descriptions_channels_and_the_cost_of_
     assert 'name="ceiling" step="any" min="0" max="1" value="0.8"' in row
     assert "A change rebuilds <strong>3</strong> beliefs." in row and ">Save</button>" in row
     # Saving there rebuilds beliefs: it looks dangerous and asks first, naming how many.
-    assert 'class="small danger"' in row and 'data-confirm="Set a new ceiling for' in row and "It rebuilds 3 beliefs" in row
+    assert (
+        'class="small danger"' in row
+        and 'data-confirm="Set a new ceiling for' in row
+        and "It rebuilds 3 beliefs" in row
+    )
     assert "A change rebuilds no belief." in tier_row(html, "tool_output")
-    assert 'data-confirm' not in tier_row(html, "tool_output")
+    assert "data-confirm" not in tier_row(html, "tool_output")
     assert "at or below the pivot: cannot move beliefs" in tier_row(html, "web_fetch")
 
 

@@ -26,9 +26,7 @@ def test_the_fmi_and_its_pillars_come_from_the_latest_snapshot_with_its_trend(re
     assert re.search(r"as of the latest snapshot, <time[^>]*>just now</time>", html)
     for pillar in ("Coverage", "Precision", "Resolution", "Density"):
         assert re.search(rf'<dt><a class="term" href="/help/#[a-z-]+">{pillar}</a></dt>', html)
-    assert (
-        "Deployment FMI, last 30 days" in html and html.count('<circle class="mark"') == 3
-    )
+    assert "Deployment FMI, last 30 days" in html and html.count('<circle class="mark"') == 3
 
 
 def test_before_the_first_snapshot_the_fmi_is_computed_and_the_trend_says_how_it_fills(reviewer):

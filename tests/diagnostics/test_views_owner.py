@@ -65,7 +65,9 @@ def test_each_bag_is_a_row_linking_to_its_page_with_its_bar_and_badges(reviewer,
     assert len(bag_rows(html)) == 3  # the conflict, the agreeing claims, the belief's general bag
     assert html.count('class="polarity-bar"') == 3
     assert '<span class="badge conflict"><a class="term" href="/help/#conflict">conflict</a></span>' in html
-    assert '<span class="badge confident"><a class="term" href="/help/#confident">confident</a></span>' in html
+    assert (
+        '<span class="badge confident"><a class="term" href="/help/#confident">confident</a></span>' in html
+    )
     assert '<span class="facet-name">env</span> prod' in html
 
 

@@ -82,7 +82,9 @@ def axe() -> Any:
 
 
 def violations(axe: Any, page: Page) -> list[dict[str, Any]]:
-    results = axe.run(page, options={"runOnly": {"type": "tag", "values": TAGS}, "resultTypes": ["violations"]})
+    results = axe.run(
+        page, options={"runOnly": {"type": "tag", "values": TAGS}, "resultTypes": ["violations"]}
+    )
     return [v for v in results.response["violations"] if v.get("impact") in IMPACTS]
 
 

@@ -203,7 +203,9 @@ def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_s
     keys.press("1")
     expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
     expect(page.locator("#desk-reason")).to_be_focused()
-    expect(page.locator("#toast .last-resolution")).to_contain_text("Your last resolution: alice’s bag, positive held")
+    expect(page.locator("#toast .last-resolution")).to_contain_text(
+        "Your last resolution: alice’s bag, positive held"
+    )
     print(f"\nkeyboard resolve with a side: {keys.count} key presses after the reason (Escape, 1)")
     assert keys.count <= 6, f"{keys.count} key presses to resolve with '1'"
     assert not has_disagreement(first.user_id, first.bag_id)
