@@ -35,7 +35,7 @@ def test_each_job_lists_its_runs_with_status_trigger_progress_counts_duration_an
     for name in ("recompute_diagnostics", "expire_idempotency_keys", "rebuild_beliefs", "verify_beliefs"):
         assert f"<code>{name}</code>" in html
     ok = row(html, done)
-    assert '<a class="status succeeded"' in ok and "<td>beat</td>" in ok
+    assert '<a class="status succeeded"' in ok and '<td data-label="Trigger">beat</td>' in ok
     assert 'aria-valuenow="40"' in ok and "40 / 40" in ok
     assert "owners 39" in ok and "snapshots 40" in ok and "1 minute" in ok
     assert "hx-trigger" not in ok

@@ -63,7 +63,9 @@ def test_the_last_run_of_each_job_with_failed_lost_and_stalled_in_red(reviewer):
     rows = {
         name: row
         for row, name in re.findall(
-            r'(<tr class="[^"]*">\s*<td class="nowrap"><code>(\w+)</code>.*?</tr>)', html, re.S
+            r'(<tr class="[^"]*">\s*<td data-label="Job" class="nowrap"><code>(\w+)</code>.*?</tr>)',
+            html,
+            re.S,
         )
     }
     recompute, expire, verify = (

@@ -24,7 +24,7 @@ def owners_in(html: str) -> list[str]:
 
 
 def row_of(html: str, user_id: str) -> str:
-    return html.split(f'<td><a href="/owners/{user_id}/">', 1)[1].split("</tr>", 1)[0]
+    return html.split(f'<td data-label="Owner"><a href="/owners/{user_id}/">', 1)[1].split("</tr>", 1)[0]
 
 
 @pytest.fixture
