@@ -121,3 +121,17 @@ def openapi_spec(context: template.Context) -> Any:
     if id(api) not in _SPECS:
         _SPECS[id(api)] = api.get_openapi_schema()
     return _SPECS[id(api)]
+
+
+@register.filter
+def operations(spec: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """The document's operations by tag, in its order: [(tag, [(METHOD, path, summary)])]. The
+    docs page lists them at once (and without JavaScript) until Swagger UI takes their place."""
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for path, item in spec.get("paths", {}).items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict):
+                continue
+            tag = (operation.get("tags") or ["other"])[0]
+            groups.setdefault(tag, []).append((method.upper(), path, operation.get("summary", "")))
+    return list(groups.items())
