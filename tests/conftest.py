@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,3 +128,23 @@ def _fresh_process_caches() -> Iterator[None]:
 
     forget_joined_points()
     yield
+
+
+# ---- Figures a test measures, for the run's log ------------------------------------------------
+
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def figures() -> Callable[[str], None]:
+    """`figures(text)`: lines a test wants in the run's log whether it passes or not (the axe
+    table, the claim race's counts, key presses); printed at the end of the run."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FIGURES:
+        terminalreporter.write_sep("-", "measured by the tests")
+        for text in _FIGURES:
+            for line in text.splitlines():
+                terminalreporter.write_line(line)

@@ -53,7 +53,7 @@ def conflicts(count: int) -> set[str]:
 
 @pytest.mark.parametrize("open_conflicts", [THREADS, 5])
 def test_twenty_reviewers_at_once_each_conflict_goes_to_at_most_one_and_none_is_lost(
-    on_postgres, open_conflicts
+    on_postgres, open_conflicts, figures
 ):
     bags = conflicts(open_conflicts)
     connection.close()
@@ -63,13 +63,12 @@ def test_twenty_reviewers_at_once_each_conflict_goes_to_at_most_one_and_none_is_
     assert not twice, f"conflicts handed to more than one reviewer: {twice}"
     # None lost: as many reviewers served as there were conflicts, every conflict claimed.
     assert set(handed) == bags, f"{len(bags) - len(set(handed))} conflicts left unclaimed"
-    assert handed.count(None) == 0
     assert answers.count(None) == THREADS - open_conflicts
     holders = dict(ReviewClaim.objects.values_list("bag_id", "reviewer"))
     for index, answer in enumerate(answers):
         if answer is not None:
             assert holders[answer[1]] == f"reviewer-{index}"
-    print(
-        f"\n{THREADS} reviewers claiming at once over {open_conflicts} open conflicts: "
+    figures(
+        f"{THREADS} reviewers claiming at once over {open_conflicts} open conflicts: "
         f"{len(set(handed))} claimed, each by one reviewer; {answers.count(None)} told none is free"
     )

@@ -113,7 +113,7 @@ def contexts(browser: Browser, live_server: Any, outside_requests: OutsideReques
     assert not outside_requests.urls, f"pages reached beyond the live server: {outside_requests.urls}"
 
 
-def test_every_page_passes_axe_for_both_roles_at_both_sizes(demo, contexts, axe):
+def test_every_page_passes_axe_for_both_roles_at_both_sizes(demo, contexts, axe, figures):
     table: list[tuple[str, str, str, int]] = []
     failures: list[str] = []
     for role in ("reviewer", "operator"):
@@ -134,8 +134,8 @@ def test_every_page_passes_axe_for_both_roles_at_both_sizes(demo, contexts, axe)
                 if found:
                     failures.append(f"{name} ({path}) as {role} at {size_name}:\n{describe(found)}")
     width = max(len(row[0]) for row in table)
-    print("\naxe-core 4.12, WCAG 2.2 A/AA: serious or critical violations (nodes)")
-    print(f"{'page'.ljust(width)}  {'role'.ljust(8)}  {'size'.ljust(7)}  violations")
-    for name, role, size_name, count in table:
-        print(f"{name.ljust(width)}  {role.ljust(8)}  {size_name.ljust(7)}  {count}")
+    lines = ["axe-core 4.12, WCAG 2.2 A/AA: serious or critical violations (nodes), 1366×900 and 390×844"]
+    lines.append(f"{'page'.ljust(width)}  {'role'.ljust(8)}  {'size'.ljust(7)}  violations")
+    lines += [f"{n.ljust(width)}  {r.ljust(8)}  {s.ljust(7)}  {count}" for n, r, s, count in table]
+    figures("\n".join(lines))
     assert not failures, "\n".join(failures)

@@ -180,7 +180,7 @@ def test_two_reviewers_get_different_conflicts_a_held_one_is_refused_expires_and
 # ---- 2. Keyboard only ----------------------------------------------------------------------
 
 
-def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_server):
+def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_server, figures):
     first, second, third = queue("alice", "bob", "carol")
     login(page, "reviewer")
     page.goto(DESK)
@@ -206,7 +206,7 @@ def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_s
     expect(page.locator("#toast .last-resolution")).to_contain_text(
         "Your last resolution: alice’s bag, positive held"
     )
-    print(f"\nkeyboard resolve with a side: {keys.count} key presses after the reason (Escape, 1)")
+    figures(f"keyboard resolve with a side: {keys.count} key presses after the reason (Escape, 1)")
     assert keys.count <= 6, f"{keys.count} key presses to resolve with '1'"
     assert not has_disagreement(first.user_id, first.bag_id)
     assert live_polarities(first) == ["positive", "positive", "positive"]
@@ -228,7 +228,7 @@ def test_the_desk_resolves_from_the_keyboard_in_a_few_presses(page: Page, live_s
     expect(desk_item(page)).to_have_id(f"item-{third.bag_id}")
     expect(page.locator("#desk-reason")).to_be_focused()
     expect(page.locator("#desk .messages")).to_contain_text("superseding 2 deposits")
-    print(f"keyboard resolve with ticks: {keys.count} key presses after the reason ({', '.join(pressed)})")
+    figures(f"keyboard resolve with ticks: {keys.count} key presses after the reason ({', '.join(pressed)})")
     assert keys.count <= 6, f"{keys.count} key presses to tick and resolve: {pressed}"
     assert not has_disagreement(second.user_id, second.bag_id)
     # The ticked one and the resolution; the other positive went with the negative.
