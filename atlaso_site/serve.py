@@ -1,16 +1,25 @@
-"""`make run`'s foreground: gunicorn, a Celery worker and Celery beat; one Ctrl-C stops all three."""
+"""`make run`'s foreground: gunicorn, a Celery worker and Celery beat, supervised.
+
+A child that dies is started again by itself, after a pause that doubles with each restart in
+a row (1 s, 2 s, 4 s … 30 s; 1 s again once it had run a minute), and each death and restart is
+logged: which, how it ended, the restart's number and the pause. gunicorn restarts its own web
+workers the same way. One Ctrl-C or SIGTERM stops all three (a second Ctrl-C kills them).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from atlaso_site.settings import VAR_DIR, WEB_THREADS, WEB_WORKERS
+from atlaso_site.settings import VAR_DIR, WEB_CONNECTIONS, WEB_HEADER_TIMEOUT, WEB_THREADS, WEB_WORKERS
 
 # The longest request line gunicorn accepts: its maximum (a larger value is cut to this). A
 # finite limit refuses a 10 MB line after its first 8 KB (414) instead of reading it in
@@ -26,10 +35,13 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     for folder in ("celery-queue", "celery-processed"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
     return {
-        # Threads: a request spends most of its time waiting for PostgreSQL, and a thread that
-        # waits lets another run (measured in docs/BENCHMARKS.md, "Serving under load").
+        # gevent's worker, bounded against slow clients (atlaso_site/serving.py): WEB_THREADS
+        # requests at once per worker, as many as gthread's threads were (measured in
+        # docs/BENCHMARKS.md, "Serving under load" and "Slow clients").
         "web": [python, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"{host}:{port}",
-                "--worker-class", "gthread", "--workers", str(WEB_WORKERS), "--threads", str(WEB_THREADS),
+                "--worker-class", "atlaso_site.serving.AtlasoWorker", "--workers", str(WEB_WORKERS),
+                "--threads", str(WEB_THREADS), "--worker-connections", str(WEB_CONNECTIONS),
+                "--keep-alive", str(WEB_HEADER_TIMEOUT),
                 "--access-logfile", "-", "--graceful-timeout", "5",
                 "--limit-request-line", str(LIMIT_REQUEST_LINE)],
         "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
@@ -38,44 +50,127 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+FIRST_DELAY = 1.0
+MAX_DELAY = 30.0
+# A child that ran this long before it died is restarted after FIRST_DELAY again.
+STEADY_SECONDS = 60.0
+# How long the children have to stop after SIGTERM before they are killed.
+STOP_SECONDS = 10.0
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S %z')}] serve: {message}", file=sys.stderr, flush=True)
+
+
+def how_it_ended(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
+@dataclass
+class Child:
+    """One supervised process: how to start it, and when it starts again after it died."""
+
+    name: str
+    command: list[str]
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    delay: float = FIRST_DELAY
+    due: float | None = None  # when a dead child is started again
+
+    def start(self, now: float) -> None:
+        # In a session of its own: Ctrl-C reaches serve alone, which stops the children in
+        # turn, and the whole group of a dead child (a gunicorn master's workers, a Celery
+        # worker's pool) can be cleared before it is started again.
+        self.process = subprocess.Popen(self.command, env=os.environ.copy(), start_new_session=True)
+        self.started_at, self.due = now, None
+
+    def signal_group(self, sig: int) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+                os.killpg(self.process.pid, sig)
+
+
+class Supervisor:
+    """Start the children, start again any that dies (with backoff), stop them all on request."""
+
+    def __init__(
+        self, commands: dict[str, list[str]], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.children = [Child(name, command) for name, command in commands.items()]
+        self.clock = clock
+        self.stopping = False
+        self.killing = False
+
+    def start(self) -> None:
+        for child in self.children:
+            child.start(self.clock())
+            log(f"started {child.name} (pid {child.process.pid})")
+
+    def check(self) -> None:
+        """Note every child that died since the last check, and start those whose pause is over."""
+        now = self.clock()
+        for child in self.children:
+            if child.due is not None:
+                if now >= child.due:
+                    child.start(now)
+                    log(f"started {child.name} again (pid {child.process.pid}, restart {child.restarts})")
+            elif child.process is not None and child.process.poll() is not None:
+                self._schedule(child, now)
+
+    def _schedule(self, child: Child, now: float) -> None:
+        child.signal_group(signal.SIGKILL)  # what it leaves behind (workers, a pool) goes too
+        if now - child.started_at >= STEADY_SECONDS:
+            child.delay = FIRST_DELAY
+        child.restarts += 1
+        child.due = now + child.delay
+        log(
+            f"{child.name} (pid {child.process.pid}) {how_it_ended(child.process.returncode)}; "
+            f"restart {child.restarts} in {child.delay:g} s"
+        )
+        child.delay = min(MAX_DELAY, child.delay * 2)
+
+    def on_signal(self, signum: int, _frame: object) -> None:
+        if self.stopping:
+            self.killing = True
+        self.stopping = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGINT, self.on_signal)
+        signal.signal(signal.SIGTERM, self.on_signal)
+        self.start()
+        while not self.stopping:
+            self.check()
+            time.sleep(0.25)
+        self.stop()
+        return 0
+
+    def stop(self) -> None:
+        """SIGTERM to every child, then SIGKILL to what is left after STOP_SECONDS (or a second Ctrl-C)."""
+        alive = [c for c in self.children if c.process is not None and c.process.poll() is None]
+        log("stopping " + ", ".join(c.name for c in alive) if alive else "stopping")
+        for child in alive:
+            child.process.send_signal(signal.SIGTERM)
+        deadline = self.clock() + STOP_SECONDS
+        while any(c.process.poll() is None for c in alive) and self.clock() < deadline and not self.killing:
+            time.sleep(0.1)
+        for child in self.children:
+            child.signal_group(signal.SIGKILL)
+        for child in alive:
+            child.process.wait(timeout=10)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
-    processes = {
-        name: subprocess.Popen(cmd, env=os.environ.copy())
-        for name, cmd in commands(args.host, args.port).items()
-    }
+    supervisor = Supervisor(commands(args.host, args.port))
     print(f"\nAtlaso is starting: open http://{args.host}:{args.port}/ "
           f"(API docs at http://{args.host}:{args.port}/api/v1/docs). Ctrl-C stops everything.\n", flush=True)  # fmt: skip
-
-    stopping = False
-
-    def stop(signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    exit_code = 0
-    while not stopping:
-        for name, process in processes.items():
-            if process.poll() is not None:
-                print(f"{name} exited with code {process.returncode}; stopping the others", file=sys.stderr)
-                exit_code = process.returncode or 1
-                stopping = True
-        time.sleep(0.5)
-    for process in processes.values():
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    for process in processes.values():
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-    return exit_code
+    return supervisor.run()
 
 
 if __name__ == "__main__":

@@ -382,6 +382,21 @@ JOB_STALLED_AFTER_SECONDS = env_int("JOB_STALLED_AFTER_SECONDS", 600, low=5, hig
 # How often beat sweeps the runs (and every worker once as it starts): see job_sweep.
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, low=1, high=3600)
 
+# Serving and job heartbeats (issue 22). Slow and hostile clients (atlaso_site/serving.py, the
+# web worker serve.py runs): a connection sends its request line and headers within
+# WEB_HEADER_TIMEOUT seconds of opening (or of its previous answer) or is closed, and its body
+# within WEB_BODY_TIMEOUT or is answered 408; a worker keeps at most WEB_CONNECTIONS connections
+# open and runs WEB_THREADS requests at once. A running job run's worker writes its heartbeat
+# every JOB_HEARTBEAT_SECONDS, whatever its progress; a run whose heartbeat is
+# JOB_HEARTBEAT_LOST_AFTER_SECONDS old is `lost` (its worker died), taken by a delivery of its
+# message and queued again by the sweep. (A run with no heartbeat on record, e.g. one an older
+# version started, is judged by its progress and JOB_LOST_AFTER_SECONDS, as before.)
+WEB_HEADER_TIMEOUT = env_int("WEB_HEADER_TIMEOUT", 10, low=1, high=300)
+WEB_BODY_TIMEOUT = env_int("WEB_BODY_TIMEOUT", 60, low=1, high=3600)
+WEB_CONNECTIONS = env_int("WEB_CONNECTIONS", 1000, low=10, high=100_000)
+JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 5.0, low=0.1, high=600.0)
+JOB_HEARTBEAT_LOST_AFTER_SECONDS = env_float("JOB_HEARTBEAT_LOST_AFTER_SECONDS", 30.0, low=1.0, high=86400.0)
+
 # Beliefs (see docs/BELIEFS.md).
 BELIEF_DEFAULT_CONTENT_CONFIDENCE = env_float("BELIEF_DEFAULT_CONTENT_CONFIDENCE", 0.7, low=0.0, high=1.0)
 BELIEF_HEDGE_FLOOR = env_bool("BELIEF_HEDGE_FLOOR", True)

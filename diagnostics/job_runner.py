@@ -14,7 +14,7 @@ from uuid import UUID
 
 from atlaso_site.job_runs import Progress
 from atlaso_site.job_runs.models import JobRun, Status
-from atlaso_site.job_runs.services import job_claim, job_enqueue, job_record
+from atlaso_site.job_runs.services import job_claim, job_claim_or_watch, job_enqueue, job_record
 from atlaso_site.lib.errors import not_found
 from beliefs.services import REBUILD_BELIEFS, beliefs_rebuild, beliefs_verify
 from deposits.services.deposits import idempotency_expire
@@ -56,9 +56,13 @@ def job_start(*, name: str, trigger: str, params: Mapping[str, Any] | None = Non
     return job_enqueue(name=_known(name, STARTABLE), trigger=trigger, params=params)
 
 
-def job_execute(run_id: str | UUID) -> JobRun | None:
-    """Run a recorded run in this process; None when it was taken already (a second delivery)."""
-    recorder = job_claim(run_id)
+def job_execute(run_id: str | UUID, *, watch: bool = False) -> JobRun | None:
+    """Run a recorded run in this process; None when it was taken already (a second delivery).
+
+    With `watch` (a worker's delivery), a run that is running elsewhere is watched and taken
+    once its heartbeat stops (`job_claim_or_watch`): its worker died.
+    """
+    recorder = job_claim_or_watch(run_id) if watch else job_claim(run_id)
     if recorder is None:
         return None
     run = recorder.run

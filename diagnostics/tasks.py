@@ -17,11 +17,12 @@ logger = logging.getLogger(__name__)
 
 # acks_late: the message is acknowledged when the run ends, so a worker killed mid-run leaves
 # it to be delivered again (reject_on_worker_lost: at once, when a pool child dies). A second
-# delivery takes the run only once it is lost; until then the sweep, not the broker, is what
-# sends a dead worker's run again (the broker may hold its message for an hour, or lose it).
+# delivery watches the run's heartbeat and takes it once it stops (the dead pool child's run
+# starts again within JOB_HEARTBEAT_LOST_AFTER_SECONDS); a whole worker killed leaves its
+# message with the broker (for an hour, or lost), and the sweep sends its lost run again.
 @shared_task(name="diagnostics.tasks.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(run_id: str) -> str | None:
-    run = job_runner.job_execute(run_id)
+    run = job_runner.job_execute(run_id, watch=True)
     return None if run is None else run.status
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -14,6 +15,17 @@ from django.utils import timezone
 def lost_after() -> timedelta:
     """A running run whose progress has not moved this long is `lost` (JOB_LOST_AFTER_SECONDS)."""
     return timedelta(seconds=settings.JOB_LOST_AFTER_SECONDS)
+
+
+def beat_lost_after() -> timedelta:
+    """A running run whose worker's heartbeat is this old is `lost` (JOB_HEARTBEAT_LOST_AFTER_SECONDS)."""
+    return timedelta(seconds=settings.JOB_HEARTBEAT_LOST_AFTER_SECONDS)
+
+
+def heartbeat_every() -> float:
+    """Seconds between a running run's heartbeats: JOB_HEARTBEAT_SECONDS, and at least three
+    beats within `beat_lost_after()`, so that one late beat never makes a live run lost."""
+    return min(settings.JOB_HEARTBEAT_SECONDS, settings.JOB_HEARTBEAT_LOST_AFTER_SECONDS / 3)
 
 
 def stalled_after() -> timedelta:
@@ -52,32 +64,48 @@ def reported_status(
     heartbeat_at: datetime | None,
     started_at: datetime | None,
     now: datetime,
+    alive_at: datetime | None = None,
 ) -> str:
-    """The status a run is reported with: a running run with no sign of life for `lost_after()`
-    is `lost` (its worker died), a queued run no worker took in `stalled_after()` is `stalled`.
+    """The status a run is reported with: a running run whose worker's heartbeat (`alive_at`)
+    is `beat_lost_after()` old, or, with no heartbeat on record, whose progress has not moved
+    for `lost_after()`, is `lost` (its worker died); a queued run no worker took in
+    `stalled_after()` is `stalled`.
 
     A queued run waits from when it was recorded, or from when the sweep queued it again after
-    it was lost (its heartbeat). `JobRunQuerySet.reported` is the same rule as a filter; a test
-    holds the two together.
+    it was lost (its `heartbeat_at`). `JobRunQuerySet.reported` is the same rule as a filter
+    (`lost_rule`); a test holds the two together.
     """
-    if status == Status.RUNNING and (heartbeat_at or started_at or queued_at) < now - lost_after():
+    if status == Status.RUNNING and (
+        alive_at < now - beat_lost_after()
+        if alive_at is not None
+        else (heartbeat_at or started_at or queued_at) < now - lost_after()
+    ):
         return LOST
     if status == Status.QUEUED and (heartbeat_at or queued_at) < now - stalled_after():
         return STALLED
     return status
 
 
+def lost_rule(now: datetime) -> Q:
+    """`reported_status`'s rule for a running run that is lost, over the alias `last_sign`
+    (Coalesce of heartbeat_at, started_at, queued_at)."""
+    return Q(alive_at__lt=now - beat_lost_after()) | Q(
+        alive_at__isnull=True, last_sign__lt=now - lost_after()
+    )
+
+
 class JobRunQuerySet(models.QuerySet):
+    def with_last_sign(self) -> JobRunQuerySet:
+        return self.alias(last_sign=Coalesce("heartbeat_at", "started_at", "queued_at"))
+
     def reported(self, status: str, *, now: datetime) -> JobRunQuerySet:
         """Runs whose reported status is `status` (see `reported_status`)."""
-        running = self.filter(status=Status.RUNNING).alias(
-            last_sign=Coalesce("heartbeat_at", "started_at", "queued_at")
-        )
+        running = self.filter(status=Status.RUNNING).with_last_sign()
         queued = self.filter(status=Status.QUEUED).alias(waiting_since=Coalesce("heartbeat_at", "queued_at"))
         if status == LOST:
-            return running.filter(last_sign__lt=now - lost_after())
+            return running.filter(lost_rule(now))
         if status == Status.RUNNING:
-            return running.filter(last_sign__gte=now - lost_after())
+            return running.exclude(lost_rule(now))
         if status == STALLED:
             return queued.filter(waiting_since__lt=now - stalled_after())
         if status == Status.QUEUED:
@@ -103,6 +131,10 @@ class JobRun(models.Model):
     # The last progress write, what `lost` is judged by; for a run the sweep queued again after
     # it was lost, when it did so (what `stalled` is then judged by).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The last heartbeat of the worker running it, written every few seconds whatever its
+    # progress (null: no worker beats for it, e.g. one claimed inside a caller's transaction);
+    # what `lost` is judged by when set.
+    alive_at = models.DateTimeField(null=True, blank=True)
     # When its message was last handed to the broker (null: never, e.g. the broker was down).
     sent_at = models.DateTimeField(null=True, blank=True)
     # How many times a worker took it: more than 1 when a worker died and another finished it.
@@ -133,6 +165,7 @@ class JobRun(models.Model):
             heartbeat_at=self.heartbeat_at,
             started_at=self.started_at,
             now=now,
+            alive_at=self.alive_at,
         )
 
     @property

@@ -10,6 +10,7 @@ every JOB_SWEEP_SECONDS) until a worker finishes it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -17,14 +18,22 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlaso_site.job_runs import JobSkipped, Progress
-from atlaso_site.job_runs.models import LOST, JobRun, Status, lost_after, stalled_after
+from atlaso_site.job_runs.models import (
+    LOST,
+    JobRun,
+    Status,
+    beat_lost_after,
+    heartbeat_every,
+    lost_rule,
+    stalled_after,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +102,8 @@ def job_enqueue(
 
 
 def _takeable(now: datetime) -> Q:
-    """A run a delivery may take: queued, or running with no progress for `lost_after()`."""
-    return Q(status=Status.QUEUED) | Q(status=Status.RUNNING, last_sign__lt=now - lost_after())
+    """A run a delivery may take: queued, or running and lost (its worker's heartbeat stopped)."""
+    return Q(status=Status.QUEUED) | (Q(status=Status.RUNNING) & lost_rule(now))
 
 
 def job_claim(run_id: str | UUID) -> JobRecorder | None:
@@ -102,22 +111,66 @@ def job_claim(run_id: str | UUID) -> JobRecorder | None:
 
     A queued run is taken by the first delivery; a running one only once it is lost (its
     worker died). So a second delivery of a run that is still moving elsewhere does nothing,
-    and when two deliveries race the database lets exactly one take it.
+    and when two deliveries race the database lets exactly one take it. Claimed outside any
+    transaction, the run's heartbeat starts at once (its recorder keeps it beating); inside a
+    caller's transaction nobody else could see a beat, so there is none.
     """
     now = timezone.now()
+    beats = not connections[DEFAULT_DB_ALIAS].in_atomic_block
     claimed = (
         JobRun.objects.filter(pk=run_id)
-        .alias(last_sign=Coalesce("heartbeat_at", "started_at", "queued_at"))
+        .with_last_sign()
         .filter(_takeable(now))
-        .update(status=Status.RUNNING, started_at=now, heartbeat_at=now, done=0, attempts=F("attempts") + 1)
+        .update(
+            status=Status.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            alive_at=now if beats else None,
+            done=0,
+            attempts=F("attempts") + 1,
+        )
     )
     return JobRecorder(JobRun.objects.get(pk=run_id)) if claimed else None
+
+
+def job_claim_or_watch(
+    run_id: str | UUID, *, sleep: Callable[[float], None] = time.sleep
+) -> JobRecorder | None:
+    """Take a run, or, when it is running with a heartbeat elsewhere, watch that heartbeat:
+    taken once it is lost (`beat_lost_after()` without a beat), None as soon as it beats again
+    or ends.
+
+    The delivery of a worker whose pool process was killed: the worker's main process hands its
+    message out again at once, while the dead process's last beat is still fresh. Watching
+    costs this delivery's worker at most `beat_lost_after()`; a delivery of a run that is alive
+    elsewhere learns it within one beat.
+    """
+    recorder = job_claim(run_id)
+    if recorder is not None:
+        return recorder
+    seen = _last_beat(run_id)
+    if seen is None:
+        return None  # ended, queued again and taken, or a run nobody beats for
+    deadline = time.monotonic() + beat_lost_after().total_seconds() + heartbeat_every() + 1
+    while time.monotonic() < deadline:
+        sleep(min(1.0, heartbeat_every()))
+        recorder = job_claim(run_id)
+        if recorder is not None:
+            logger.warning("job run %s: its worker stopped beating; taken over by a new delivery", run_id)
+            return recorder
+        if _last_beat(run_id) != seen:
+            return None
+    return None
+
+
+def _last_beat(run_id: str | UUID) -> datetime | None:
+    return JobRun.objects.filter(pk=run_id, status=Status.RUNNING).values_list("alive_at", flat=True).first()
 
 
 def job_sweep(*, now: datetime | None = None) -> list[str]:
     """Send again every unfinished run that no worker has; the ids sent.
 
-    - a running run whose progress has not moved for `lost_after()` (its worker died) is queued
+    - a running run that is lost (its worker's heartbeat stopped: see `reported_status`) is queued
       again, same id, progress back to 0 (a job starts over; every job is safe to run twice);
     - a queued run never handed to the broker (it refused, or the process died after the
       commit) is sent once SEND_GRACE has passed;
@@ -133,7 +186,9 @@ def job_sweep(*, now: datetime | None = None) -> list[str]:
         if (
             runs.filter(pk=run_id)
             .reported(LOST, now=now)
-            .update(status=Status.QUEUED, started_at=None, heartbeat_at=now, sent_at=None, done=0)
+            .update(
+                status=Status.QUEUED, started_at=None, heartbeat_at=now, alive_at=None, sent_at=None, done=0
+            )
         ):
             logger.warning("job run %s stopped moving (its worker died?): queued again", run_id)
             requeued.append(run_id)
@@ -143,6 +198,40 @@ def job_sweep(*, now: datetime | None = None) -> list[str]:
     )
     unsent = list(due.order_by("queued_at").values_list("pk", flat=True))
     return [str(run_id) for run_id in [*requeued, *unsent] if job_send(run_id)]
+
+
+class Heartbeat:
+    """A thread that writes a running run's `alive_at` every `heartbeat_every()` seconds until
+    stopped, whatever the job's progress, on a database connection of its own.
+
+    It beats while this attempt holds the run, so a worker that dies stops it, and a run the
+    sweep gave to another worker is not kept alive by a first attempt that was only slow.
+    """
+
+    def __init__(self, run: JobRun) -> None:
+        self.run_id = run.pk
+        self.attempt = run.attempts
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"job-heartbeat-{run.pk}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(heartbeat_every()):
+                try:
+                    JobRun.objects.filter(
+                        pk=self.run_id, status=Status.RUNNING, attempts=self.attempt
+                    ).update(alive_at=timezone.now())
+                except DatabaseError as error:  # the database is away: the next beat tries again
+                    logger.warning("job run %s: heartbeat not written (%s)", self.run_id, error)
+        finally:
+            connections.close_all()  # this thread's own connections
 
 
 class JobRecorder:
@@ -183,15 +272,24 @@ class JobRecorder:
         return self._finish(Status.SKIPPED, counts={"reason": reason})
 
     def run_with(self, work: Callable[[Progress], Mapping[str, Any]]) -> JobRun:
-        """Call `work(progress)` and record how it ended: its counts, its skip, or its error."""
+        """Call `work(progress)`, the run's heartbeat beating meanwhile, and record how it ended:
+        its counts, its skip, or its error."""
+        heartbeat = Heartbeat(self.run) if self.run.alive_at is not None else None
         try:
+            if heartbeat is not None:
+                heartbeat.start()
             counts = work(self.progress)
         except JobSkipped as skipped:
-            return self.skip(str(skipped))
+            return self._stopped(heartbeat).skip(str(skipped))
         except Exception as error:
             logger.exception("job run %s (%s) failed", self.run.pk, self.run.name)
-            return self.fail(f"{type(error).__name__}: {error}")
-        return self.succeed(counts)
+            return self._stopped(heartbeat).fail(f"{type(error).__name__}: {error}")
+        return self._stopped(heartbeat).succeed(counts)
+
+    def _stopped(self, heartbeat: Heartbeat | None) -> JobRecorder:
+        if heartbeat is not None:
+            heartbeat.stop()
+        return self
 
     def _finish(self, status: str, **fields: Any) -> JobRun:
         now = timezone.now()

@@ -4,6 +4,8 @@ stalled, and sent again by the sweep until they finish."""
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 from datetime import timedelta
 from unittest import mock
 
@@ -14,11 +16,21 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerDown
 
 from atlaso_site.job_runs import JobSkipped
-from atlaso_site.job_runs.models import LOST, REPORTED_STATUSES, STALLED, JobRun, lost_after, stalled_after
+from atlaso_site.job_runs.models import (
+    LOST,
+    REPORTED_STATUSES,
+    STALLED,
+    JobRun,
+    beat_lost_after,
+    heartbeat_every,
+    lost_after,
+    stalled_after,
+)
 from atlaso_site.job_runs.services import (
     SEND_GRACE,
     JobRecorder,
     job_claim,
+    job_claim_or_watch,
     job_enqueue,
     job_record,
     job_send,
@@ -394,3 +406,93 @@ def test_the_lost_and_stalled_thresholds_are_settings(settings, sent):
     assert JobRun.objects.get(pk=run.pk).reported_status_at(now + timedelta(seconds=31)) == LOST
     assert job_sweep(now=now + timedelta(seconds=31)) == [str(run.pk)]
     assert JobRun.objects.get(pk=run.pk).reported_status_at(now + timedelta(seconds=152)) == STALLED
+
+
+def beating(run: JobRun, *, seconds_ago: float) -> JobRun:
+    """A claimed run whose worker's last heartbeat was `seconds_ago`, its progress ten minutes old."""
+    claimed = job_claim(run.pk)
+    assert claimed is not None
+    aged(run, 11)
+    JobRun.objects.filter(pk=run.pk).update(alive_at=timezone.now() - timedelta(seconds=seconds_ago))
+    return JobRun.objects.get(pk=run.pk)
+
+
+def test_a_run_with_a_heartbeat_is_lost_when_it_stops_beating_whatever_its_progress():
+    assert beat_lost_after() == timedelta(seconds=30) and heartbeat_every() == 5
+    alive = beating(job_record(name="rebuild_beliefs", trigger="api"), seconds_ago=29)
+    dead = beating(job_record(name="rebuild_beliefs", trigger="api"), seconds_ago=31)
+    # Progress ten minutes old does not make a beating run lost; a stopped heartbeat does.
+    assert (alive.reported_status, dead.reported_status) == ("running", LOST)
+    now = timezone.now()
+    assert set(JobRun.objects.reported(LOST, now=now)) == {dead}
+    assert set(JobRun.objects.reported("running", now=now)) == {alive}
+
+
+def test_the_sweep_queues_again_a_run_whose_heartbeat_stopped_and_its_next_claim_beats_afresh(sent):
+    run = beating(job_record(name="verify_beliefs", trigger="api"), seconds_ago=31)
+    assert job_sweep() == [str(run.pk)]
+    again = JobRun.objects.get(pk=run.pk)
+    assert (again.status, again.alive_at) == ("queued", None)
+    # Claimed inside a transaction (this test's), nobody else could see a beat: there is none.
+    assert job_claim(run.pk).run.alive_at is None
+
+
+def test_a_delivery_of_a_run_beating_elsewhere_watches_it_and_leaves_it_at_its_next_beat():
+    run = beating(job_record(name="verify_beliefs", trigger="api"), seconds_ago=1)
+    naps: list[float] = []
+
+    def beat_meanwhile(seconds: float) -> None:
+        naps.append(seconds)
+        JobRun.objects.filter(pk=run.pk).update(alive_at=timezone.now())
+
+    assert job_claim_or_watch(run.pk, sleep=beat_meanwhile) is None
+    assert naps == [1.0]
+    assert JobRun.objects.get(pk=run.pk).attempts == 1
+
+
+def test_a_delivery_of_a_run_whose_heartbeat_stopped_takes_it_once_it_is_lost(settings):
+    settings.JOB_HEARTBEAT_LOST_AFTER_SECONDS = 1.5  # beats every 0.5 s
+    run = beating(job_record(name="verify_beliefs", trigger="api"), seconds_ago=0)
+    # The dead pool process's message, handed out again at once: not lost yet, so it watches.
+    assert job_claim(run.pk) is None
+    taken = job_claim_or_watch(run.pk)
+    assert taken is not None and taken.run.attempts == 2
+    assert taken.run.status == "running"
+
+
+def test_a_delivery_of_a_run_nobody_beats_for_or_that_ended_does_not_wait():
+    run = job_record(name="verify_beliefs", trigger="api")
+    job_claim(run.pk)  # in this test's transaction: no heartbeat
+    never = mock.Mock(side_effect=AssertionError("waited"))
+    assert job_claim_or_watch(run.pk, sleep=never) is None
+    job_claim(job_record(name="verify_beliefs", trigger="api").pk)
+    ended = job_record(name="verify_beliefs", trigger="api")
+    JobRun.objects.filter(pk=ended.pk).update(status="succeeded", alive_at=timezone.now())
+    assert job_claim_or_watch(ended.pk, sleep=never) is None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_running_job_beats_without_progress_and_stops_beating_when_it_ends(
+    on_postgres, monkeypatch, settings
+):
+    settings.JOB_HEARTBEAT_SECONDS = 0.1
+    beats: list[object] = []
+
+    def silent_for_a_while(params, progress):
+        first = JobRun.objects.get(pk=params["me"]).alive_at
+        time.sleep(0.5)  # no progress reported meanwhile
+        beats.extend([first, JobRun.objects.get(pk=params["me"]).alive_at])
+        return {}
+
+    monkeypatch.setitem(job_runner.JOBS, "verify_beliefs", silent_for_a_while)
+    run = job_record(name="verify_beliefs", trigger="command", params={})
+    JobRun.objects.filter(pk=run.pk).update(params={"me": str(run.pk)})
+    ended = job_runner.job_execute(run.pk)
+    assert ended.status == "succeeded", ended.error
+    first, later = beats
+    assert first is not None and later > first
+    stopped = JobRun.objects.get(pk=run.pk).alive_at
+    time.sleep(0.3)
+    assert JobRun.objects.get(pk=run.pk).alive_at == stopped
+    assert not [t for t in threading.enumerate() if t.name.startswith("job-heartbeat-")]

@@ -1,5 +1,5 @@
 """Job runs through a real Celery worker and a real Redis broker: a run ends; a killed one is
-lost until the sweep sends it again, and then it ends."""
+taken again once its heartbeat stops, by its own message handed out again or by the sweep."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.db.models import F
 from django.utils import timezone
 
 from atlaso_site.job_runs.models import JobRun
-from atlaso_site.job_runs.services import job_record, job_sweep
+from atlaso_site.job_runs.services import job_record
 from beliefs.models import Belief
 from tests.beliefs.helpers import OLD, observe
 from tests.celery_worker import celery_worker, pool_children, wait_until
@@ -25,6 +24,10 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.redis,
 ]
+
+
+# Enough beliefs that verifying them takes several seconds (progress shows after the first).
+BELIEFS = 8000
 
 
 def ended(body: dict) -> bool:
@@ -78,50 +81,58 @@ def test_a_worker_that_starts_sends_a_run_the_broker_refused_before_it(settings)
     assert (finished["status"], finished["counts"]) == ("succeeded", {"deleted": 0})
 
 
-def test_a_worker_killed_mid_run_is_lost_until_the_sweep_sends_it_again_and_the_same_run_ends(settings):
-    # Enough beliefs that verifying them takes well over the second before progress shows.
+def test_a_pool_process_killed_mid_run_leaves_the_same_run_to_the_next_one_once_its_heartbeat_stops(
+    settings, monkeypatch
+):
+    # Beats every second, lost after four without one (5 s and 30 s by default), in the worker
+    # and in this process, which reports the run.
+    for name, value in (("JOB_HEARTBEAT_SECONDS", 1), ("JOB_HEARTBEAT_LOST_AFTER_SECONDS", 4)):
+        monkeypatch.setenv(name, str(value))
+        setattr(settings, name, value)
     now = timezone.now()
     Belief.objects.bulk_create(
         Belief(user_id=f"owner-{n // 100}", key=f"key-{n}", state={"empty": True}, updated_at=now)
-        for n in range(20000)
+        for n in range(BELIEFS)
     )
     admin = make_client(channel="ops", perms=("read", "admin"))
     with celery_worker(settings, pool="prefork") as worker:
         started = admin.post("/jobs/verify_beliefs/runs").body
         path = f"/jobs/{started['id']}"
         moving = wait_until(lambda: admin.get(path).body, lambda run: run["done"] > 0, worker=worker)
-        assert (moving["status"], moving["total"]) == ("running", 20000)
+        assert (moving["status"], moving["total"]) == ("running", BELIEFS)
+        beat = JobRun.objects.get(pk=started["id"]).alive_at
+        assert beat is not None and timezone.now() - beat < timedelta(seconds=3)
         [child] = pool_children(worker)
         os.kill(child, signal.SIGKILL)
+        killed = time.monotonic()
 
-        # The message is handed out again (acks_late, reject_on_worker_lost) to a new pool
-        # process, which finds the run still moving as far as it can tell and leaves it.
-        time.sleep(3)
-        frozen = admin.get(path).body
-        time.sleep(2)
-        assert admin.get(path).body == frozen
-        assert frozen["status"] == "running" and 0 < frozen["done"] < 20000
-        assert worker.poll() is None
-
-        # Ten minutes without a heartbeat, as if they had passed: the run is reported lost.
-        JobRun.objects.filter(pk=started["id"]).update(
-            heartbeat_at=F("heartbeat_at") - timedelta(minutes=10, seconds=1)
+        # The message is handed out again at once (acks_late, reject_on_worker_lost) to a new
+        # pool process, which watches the run's heartbeat: the dead process's has stopped, so
+        # the run is lost four seconds later and that delivery takes it; the same run ends.
+        wait_until(
+            lambda: JobRun.objects.get(pk=started["id"]).attempts, lambda n: n == 2, worker=worker, timeout=30
         )
-        assert admin.get(path).body["status"] == "lost"
-        assert [item["id"] for item in admin.get("/jobs?status=lost").body["items"]] == [started["id"]]
-        assert admin.get("/jobs?status=running").body["total"] == 0
-
-        # The next run proceeds normally on the same worker.
-        nxt = admin.post("/jobs/expire_idempotency_keys/runs").body
-        after = wait_until(lambda: admin.get(f"/jobs/{nxt['id']}").body, ended, worker=worker)
-        assert (after["status"], after["counts"]) == ("succeeded", {"deleted": 0})
-        assert admin.get(path).body["status"] == "lost"
-
-        # Beat's sweep queues the lost run again and sends it; the worker finishes that same run
-        # (over fewer beliefs by then, so that the second attempt is quick: it starts over).
-        Belief.objects.exclude(user_id="owner-0").delete()
-        assert job_sweep() == [started["id"]]
-        run = wait_until(lambda: admin.get(path).body, ended, worker=worker)
-    assert (run["status"], run["error"], run["done"], run["total"]) == ("succeeded", None, 100, 100)
-    assert run["counts"] == {"checked": 100, "mismatched": 0, "mismatches": []}
+        taken_after = time.monotonic() - killed
+        run = wait_until(lambda: admin.get(path).body, ended, worker=worker, timeout=180)
+        assert worker.poll() is None
+    assert (run["status"], run["error"], run["done"], run["total"]) == ("succeeded", None, BELIEFS, BELIEFS)
+    assert run["counts"] == {"checked": BELIEFS, "mismatched": 0, "mismatches": []}
     assert JobRun.objects.get(pk=started["id"]).attempts == 2
+    assert 4 <= taken_after < 20, taken_after
+
+
+def test_a_run_whose_heartbeat_stopped_is_lost_and_the_sweep_sends_it_to_a_worker_that_ends_it(settings):
+    # A worker killed whole: its message stays with the broker, and nobody watches the run.
+    run = job_record(name="expire_idempotency_keys", trigger="api")
+    long_ago = timezone.now() - timedelta(minutes=1)
+    JobRun.objects.filter(pk=run.pk).update(
+        status="running", started_at=long_ago, heartbeat_at=long_ago, alive_at=long_ago, attempts=1
+    )
+    admin = make_client(channel="ops", perms=("read", "admin"))
+    assert admin.get(f"/jobs/{run.pk}").body["status"] == "lost"
+    assert [item["id"] for item in admin.get("/jobs?status=lost").body["items"]] == [str(run.pk)]
+    with celery_worker(settings) as worker:
+        # The worker's start-up sweep queues it again and sends it.
+        finished = wait_until(lambda: admin.get(f"/jobs/{run.pk}").body, ended, worker=worker)
+    assert (finished["status"], finished["counts"]) == ("succeeded", {"deleted": 0})
+    assert JobRun.objects.get(pk=run.pk).attempts == 2

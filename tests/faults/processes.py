@@ -232,20 +232,23 @@ class Atlaso:
         self._spawn("web", commands("127.0.0.1", self.port)["web"])
         wait_for(self._serving, bool, timeout=60, what=f"gunicorn on port {self.port}")
 
-    def _serving(self) -> bool:
-        if self.processes["web"].poll() is not None:
-            raise AssertionError(f"gunicorn exited:\n{self.log('web')[-3000:]}")
+    def _serving(self, name: str = "web") -> bool:
+        if self.processes[name].poll() is not None:
+            raise AssertionError(f"{name} exited:\n{self.log(name)[-3000:]}")
         try:
             return self.call("GET", "/tiers").status == 401
         except OSError:
             return False
 
-    def start_worker(self, name: str = "worker") -> subprocess.Popen:
-        """A Celery worker, one job at a time in its own process (the solo pool): kill -9 kills the job."""
+    def start_worker(self, name: str = "worker", *, pool: str = "solo") -> subprocess.Popen:
+        """A Celery worker, one job at a time: in its own process (the solo pool: kill -9 kills the
+        job and the worker), or in one pool process (prefork, as `make run`: its main process
+        lives on when the pool process is killed, and starts another)."""
         offset = len(self.log(name))
         process = self._spawn(
             name,
-            [sys.executable, "-m", "celery", "-A", "atlaso_site", "worker", "--pool", "solo",
+            [sys.executable, "-m", "celery", "-A", "atlaso_site", "worker", "--pool", pool,
+             *(["--concurrency", "1"] if pool == "prefork" else []),
              "--loglevel", "INFO", "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle"],
         )  # fmt: skip
 
@@ -264,6 +267,16 @@ class Atlaso:
              "--schedule", str(self.folder / "celerybeat-schedule")],
         )  # fmt: skip
 
+    def start_serve(self) -> subprocess.Popen:
+        """`make run`'s foreground (atlaso_site.serve: gunicorn, a worker and beat, supervised)."""
+        self.port = free_port()
+        command = [sys.executable, "-m", "atlaso_site.serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        self._spawn("serve", command)
+        wait_for(
+            lambda: self._serving("serve"), bool, timeout=60, what=f"atlaso_site.serve on port {self.port}"
+        )
+        return self.processes["serve"]
+
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)
         if process.poll() is None:
@@ -271,13 +284,15 @@ class Atlaso:
         process.wait(timeout=20)
 
     def stop_all(self) -> None:
-        """Stop what is left: gunicorn quickly (SIGINT, so it takes its workers along), the rest killed."""
+        """Stop what is left: gunicorn quickly (SIGINT, so it takes its workers along), serve as a
+        person would (SIGTERM: it stops its children), the rest killed."""
+        gentle = {"web": signal.SIGINT, "serve": signal.SIGTERM}
         for name in list(self.processes):
             process = self.processes[name]
             if process.poll() is None:
-                process.send_signal(signal.SIGINT if name == "web" else signal.SIGKILL)
+                process.send_signal(gentle.get(name, signal.SIGKILL))
                 try:
-                    process.wait(timeout=10)
+                    process.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(timeout=10)

@@ -3,6 +3,13 @@ belief equals its log's replay."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
 from tests.faults.keys import make_keys
 from tests.faults.processes import Atlaso, ThrowawayRedis, wait_for
 
@@ -36,8 +43,11 @@ def test_a_worker_killed_during_a_rebuild_leaves_the_same_run_to_a_new_worker_wh
     atlaso: Atlaso, redis: ThrowawayRedis
 ):
     atlaso.redis_url = redis.url
-    # A run is lost after 5 s without progress (not 10 minutes), and beat sweeps every second.
-    atlaso.extra_env.update(JOB_LOST_AFTER_SECONDS="5", JOB_SWEEP_SECONDS="1")
+    # A run is lost after 5 s without a heartbeat (not 30), beating every second, and beat
+    # sweeps every second (not every minute).
+    atlaso.extra_env.update(
+        JOB_HEARTBEAT_SECONDS="1", JOB_HEARTBEAT_LOST_AFTER_SECONDS="5", JOB_SWEEP_SECONDS="1"
+    )
     _, admin = make_keys(atlaso)  # the agent key's channel, agent-a, is the one seeded
     assert atlaso.django(SEED) == BELIEFS
     atlaso.start_web()
@@ -77,3 +87,47 @@ def test_a_worker_killed_during_a_rebuild_leaves_the_same_run_to_a_new_worker_wh
     verified = atlaso.wait_for_run(verify.body["id"], admin, timeout=120)
     assert (verified["status"], verified["counts"]["mismatched"]) == ("succeeded", 0), verified
     assert verified["counts"]["checked"] == BELIEFS
+
+
+def test_a_rebuild_whose_pool_process_was_killed_is_taken_again_by_the_next_one_and_finishes_in_time(
+    atlaso: Atlaso, redis: ThrowawayRedis, capsys: pytest.CaptureFixture[str]
+):
+    # Every setting as it is by default: a heartbeat every 5 s, lost after 30 s without one,
+    # beat sweeping every minute. The worker runs a pool, as `make run`'s does.
+    atlaso.redis_url = redis.url
+    _, admin = make_keys(atlaso)
+    assert atlaso.django(SEED) == BELIEFS
+    atlaso.start_web()
+    worker = atlaso.start_worker(pool="prefork")
+    atlaso.start_beat()
+
+    changed = atlaso.call("PUT", "/tiers/agent_own", {"ceiling": 0.4}, key=admin)
+    assert changed.status == 200, changed.body
+    path = f"/jobs/{changed.body['rebuild']['id']}"
+    wait_for(
+        lambda: atlaso.call("GET", path, key=admin).body,
+        lambda run: run["done"] > 0,
+        timeout=60,
+        what="the rebuild to make progress",
+    )
+    [pool_process] = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
+    os.kill(int(pool_process), signal.SIGKILL)
+    killed = time.monotonic()
+    assert atlaso.sql("SELECT count(DISTINCT probability) FROM beliefs_belief") == [(2,)]
+
+    # The worker's main process starts another pool process and hands the message out again at
+    # once; that delivery watches the run's heartbeat, stopped with the killed process, and takes
+    # the run once it is lost.
+    run = atlaso.wait_for_run(changed.body["rebuild"]["id"], admin, timeout=120)
+    finished_after = time.monotonic() - killed
+    with capsys.disabled():
+        print(f"\n[worker killed] the rebuild whose pool process was killed ended {run['status']} "
+              f"{finished_after:.1f} s after the kill, attempt 2 of the same run")  # fmt: skip
+    assert (run["status"], run["error"], run["done"], run["total"]) == ("succeeded", None, BELIEFS, BELIEFS)
+    assert finished_after < 120
+    assert atlaso.sql("SELECT attempts FROM jobs_jobrun WHERE id = %s", (run["id"],)) == [(2,)]
+    assert worker.poll() is None
+
+    verified = atlaso.manage("verify_beliefs")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"checked {BELIEFS}, mismatched 0" in verified.stdout, verified.stdout
