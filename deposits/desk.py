@@ -136,7 +136,7 @@ def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespons
     claim_renew(reviewer=_reviewer(request), bag_id=bag_id)
     if _resolve(request, user_id, bag_id, form):
         return _after(request, owner)
-    if form.errors and _refused_as(form, ALREADY_RESOLVED):
+    if form.refusal_code == ALREADY_RESOLVED:
         # Gone from the queue meanwhile: say so, with what was typed, and show the next one.
         reason = form.cleaned_data.get("reason") or ""
         kept = f" Your reason, not saved: “{reason}”." if reason else ""
@@ -145,10 +145,6 @@ def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespons
     if request.htmx:
         return _desk(request, owner, shown=(user_id, bag_id), form=form)
     return refused_redirect(request, "desk", user_id, bag_id, form, _desk_url(owner))
-
-
-def _refused_as(form: DeskResolveForm, code: str) -> bool:
-    return getattr(form, "refusal_code", None) == code
 
 
 @reviewer_required

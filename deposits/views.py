@@ -362,6 +362,7 @@ def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm | No
     edges = edges_touching(user_id=user_id, deposit_ids=[d.id for d in bag.deposits])
     groups = _groups(_rows(bag.deposits, edges), bag.stats, POLARITIES)
     claim = claim_on(bag.bag_id) if bag.has_disagreement else None
+    held_by_other = claim is not None and claim.held_by_other(request.user.get_username())
     context = {
         "bag": bag,
         "groups": groups,
@@ -369,9 +370,8 @@ def _bag(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm | No
         "superseded": sum(group.superseded for group in groups),
         "form": form or ResolveForm(),
         "claim": claim,
-        "held_by_other": claim is not None and claim.held_by_other(request.user.get_username()),
-        "can_resolve": bag.has_disagreement
-        and not (claim is not None and claim.held_by_other(request.user.get_username())),
+        "held_by_other": held_by_other,
+        "can_resolve": bag.has_disagreement and not held_by_other,
         "resolutions": bag_resolutions(user_id=user_id, bag_id=bag.bag_id),
         "last": last_resolution(request),
         "here": reverse("deposits:bag", args=[user_id, bag.bag_id]),

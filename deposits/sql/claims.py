@@ -56,12 +56,16 @@ WHERE {_FREE}
 RETURNING user_id, bag_id
 """
 
-# One named bag, if it is in conflict and free for the reviewer (the desk's way back to a skip).
-ONE = f"""
+# A claim on one named bag, proposed only while it is in conflict (its episode is open).
+_CLAIM_ONE_BAG = f"""
 INSERT INTO {CLAIM} (bag_id, user_id, reviewer, claimed_at, expires_at, taken_from)
 SELECT e.bag_id, e.user_id, %(reviewer)s, %(now)s, %(until)s, NULL
 FROM {EPISODE} e
-WHERE e.ended_at IS NULL AND e.user_id = %(user_id)s AND e.bag_id = %(bag_id)s
+WHERE e.ended_at IS NULL AND e.user_id = %(user_id)s AND e.bag_id = %(bag_id)s"""
+
+# One named bag, if it is in conflict and free for the reviewer (the desk's way back to a skip).
+ONE = f"""
+{_CLAIM_ONE_BAG}
 {_ON_CONFLICT}
 WHERE {_FREE}
 RETURNING user_id, bag_id
@@ -69,10 +73,7 @@ RETURNING user_id, bag_id
 
 # Take over: the claim passes to the reviewer whoever held it, remembering a live holder.
 TAKE_OVER = f"""
-INSERT INTO {CLAIM} (bag_id, user_id, reviewer, claimed_at, expires_at, taken_from)
-SELECT e.bag_id, e.user_id, %(reviewer)s, %(now)s, %(until)s, NULL
-FROM {EPISODE} e
-WHERE e.ended_at IS NULL AND e.user_id = %(user_id)s AND e.bag_id = %(bag_id)s
+{_CLAIM_ONE_BAG}
 ON CONFLICT (bag_id) DO UPDATE SET
     reviewer = excluded.reviewer,
     claimed_at = excluded.claimed_at,

@@ -6,7 +6,6 @@ writing would hand one bag to several of them. The desk's single conditional wri
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from django.utils import timezone
 from deposits.models import ReviewClaim
 from deposits.services.review import claim_next
 from tests.deposits.dashboard import split
+from tests.deposits.test_concurrency import all_at_once
 
 THREADS = 20
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -24,26 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 def everyone_at_once(count: int) -> list[tuple[str, str] | None]:
     """`count` reviewers (reviewer-0 …) asking the desk for a conflict, released together."""
-    barrier = threading.Barrier(count)
-    answers: list[tuple[str, str] | None] = [None] * count
-    errors: list[BaseException] = []
-
-    def worker(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            answers[index] = claim_next(reviewer=f"reviewer-{index}")
-        except BaseException as error:  # reported below
-            errors.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
-    return answers
+    return all_at_once(count, lambda _client, index: claim_next(reviewer=f"reviewer-{index}"))
 
 
 def conflicts(count: int) -> set[str]:
