@@ -21,8 +21,13 @@ from beliefs.services import rule_settings, verdicts_after
 
 
 def _verdict(row: Belief, now: datetime) -> Verdict:
-    state = BeliefState() if row.state.get("empty") else BeliefState.from_json(row.state)
-    return rule.verdict(state, rule_settings(), belief_key=row.key, now=now)
+    return verdict_of(key=row.key, state=row.state, now=now)
+
+
+def verdict_of(*, key: str, state: dict, now: datetime) -> Verdict:
+    """The verdict of a belief from its stored state (`Belief.state`), as of `now`."""
+    folded = BeliefState() if state.get("empty") else BeliefState.from_json(state)
+    return rule.verdict(folded, rule_settings(), belief_key=key, now=now)
 
 
 def belief_verdict(*, user_id: str, key: str, now: datetime | None = None) -> Verdict:

@@ -8,15 +8,18 @@ records, edges, bags and peers in four queries. Either way the rules are the dom
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
+from typing import Any
 
 from django.db import connection
 
+from beliefs.models import Belief
 from deposits.domain.bags import MAX_CONFLICT_PEERS, BagStats, peer_polarities
 from deposits.domain.types import DIRECTIONAL, POLARITIES
 from deposits.domain.types import Deposit as DepositRecord
@@ -31,6 +34,10 @@ class HitDetail:
     record: DepositRecord
     stats: BagStats
     conflict_peers: tuple[str, ...] = ()
+    # The stored state of the hit's belief (None: it carries none, or the belief is gone), when
+    # `belief_read`; else the caller reads the verdict itself.
+    belief_state: dict | None = None
+    belief_read: bool = False
 
 
 def hit_details(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDetail]:
@@ -55,10 +62,15 @@ _BAG_FIELDS = [
 ]
 _DIRECTIONAL_LIST = ", ".join(f"'{polarity}'" for polarity in DIRECTIONAL)
 
+
 # A hit's peers: the polarities `peer_polarities` names. Those are the directional ones other
 # than the hit's own (an open hit: other than the bag's dominant one) that the bag holds live,
 # and a polarity the bag holds no live deposit of adds no row, so the last condition needs no SQL.
-_DETAILS_SQL = f"""
+# The belief's stored state comes along for a hit that carries one, so its verdict needs no query.
+def details_sql(hits: str) -> str:
+    """Each hit's deposit row, its bag's counts, the ids it contradicts, its conflict peers and its
+    belief's state; `hits` is a WHERE fragment over `d` (its own parameters come after the owner)."""
+    return f"""
 SELECT {", ".join(f"d.{name}::text" if name == "id" else f"d.{name}" for name in _DEPOSIT_FIELDS)},
        {", ".join(f"bag.{name}" for name in _BAG_FIELDS)},
        ARRAY(
@@ -73,10 +85,17 @@ SELECT {", ".join(f"d.{name}::text" if name == "id" else f"d.{name}" for name in
              AND {live_sql("p")}
            ORDER BY p.created_at DESC, p.id DESC
            LIMIT {MAX_CONFLICT_PEERS}
+       ) END,
+       CASE WHEN d.belief_key IS NOT NULL THEN (
+           SELECT b.state FROM {Belief._meta.db_table} b WHERE b.user_id = d.user_id AND b.key = d.belief_key
        ) END
 FROM deposits_deposit d JOIN deposits_scopebag bag ON bag.id = d.bag_id
-WHERE d.user_id = %s AND d.id = ANY(%s::uuid[])
+WHERE d.user_id = %s AND {hits}
 """
+
+
+DETAIL_COLUMNS = len(_DEPOSIT_FIELDS) + len(_BAG_FIELDS) + 3
+_DETAILS_SQL = details_sql("d.id = ANY(%s::uuid[])")
 
 
 _ID = _DEPOSIT_FIELDS.index("id")
@@ -89,24 +108,28 @@ _CONVERTERS = [
 
 
 def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDetail]:
-    width = len(_DEPOSIT_FIELDS)
     with connection.cursor() as cursor:
         cursor.execute(_DETAILS_SQL, [user_id, [uuid.UUID(hit_id) for hit_id in hit_ids]])
         rows = cursor.fetchall()
-    details = {}
-    for row in rows:
-        values = list(row[:width])
-        for index, convert in _CONVERTERS:
-            values[index] = convert(values[index], None, connection)
-        # The row's columns under the model's names: record_from_row and stats_of read only those,
-        # and a model instance per hit cost more than the rest of this loop.
-        deposit = SimpleNamespace(pk=values[_ID], **dict(zip(_DEPOSIT_FIELDS, values, strict=True)))
-        bag = SimpleNamespace(**dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True)))
-        stats = stats_of(bag)  # type: ignore[arg-type]
-        contradicts, peers = row[width + len(_BAG_FIELDS) :]
-        record = record_from_row(deposit, contradicts=contradicts)  # type: ignore[arg-type]
-        details[record.id] = HitDetail(record, stats, tuple(peers or ()))
-    return details
+    return dict(detail_from_row(row) for row in rows)
+
+
+def detail_from_row(row: Sequence[Any]) -> tuple[str, HitDetail]:
+    """A row of `details_sql`'s columns (DETAIL_COLUMNS of them) as (deposit id, its detail)."""
+    width = len(_DEPOSIT_FIELDS)
+    values = list(row[:width])
+    for index, convert in _CONVERTERS:
+        values[index] = convert(values[index], None, connection)
+    # The row's columns under the model's names: record_from_row and stats_of read only those,
+    # and a model instance per hit cost more than the rest of this loop.
+    deposit = SimpleNamespace(pk=values[_ID], **dict(zip(_DEPOSIT_FIELDS, values, strict=True)))
+    bag = SimpleNamespace(**dict(zip(_BAG_FIELDS, row[width : width + len(_BAG_FIELDS)], strict=True)))
+    stats = stats_of(bag)  # type: ignore[arg-type]
+    contradicts, peers, belief_state = row[width + len(_BAG_FIELDS) : width + len(_BAG_FIELDS) + 3]
+    if isinstance(belief_state, str):  # Django has psycopg hand jsonb over as text
+        belief_state = json.loads(belief_state)
+    record = record_from_row(deposit, contradicts=contradicts)  # type: ignore[arg-type]
+    return record.id, HitDetail(record, stats, tuple(peers or ()), belief_state, belief_read=True)
 
 
 # --- Elsewhere: the ORM -----------------------------------------------------------------------
@@ -148,4 +171,4 @@ def _peers(user_id: str, hits: Iterable[tuple[Deposit, BagStats]]) -> dict[str, 
     return peers
 
 
-__all__ = ["HitDetail", "hit_details"]
+__all__ = ["DETAIL_COLUMNS", "HitDetail", "detail_from_row", "details_sql", "hit_details"]

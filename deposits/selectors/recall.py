@@ -12,7 +12,7 @@ from django.utils import timezone
 from atlaso_site.lib.errors import invalid
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
-from beliefs.selectors import verdicts_for
+from beliefs.selectors import verdict_of, verdicts_for
 from deposits.domain.bags import BagStats, explain_hit
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
 from deposits.domain.types import Deposit as DepositRecord
@@ -20,7 +20,7 @@ from deposits.domain.types import Scope
 from deposits.domain.validation import validate_scope, validate_user_id
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
-from deposits.selectors.hits import hit_details
+from deposits.selectors.hits import HitDetail, hit_details
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +120,28 @@ class SearchResults:
         )
 
 
-def _hit_beliefs(user_id: str, records: Iterable[DepositRecord], now: datetime) -> dict[str, HitBelief]:
-    """For hits that carry a belief: its verdict, and the probability of the hit's own value."""
-    carrying = [r for r in records if r.belief is not None]
+def _hit_beliefs(user_id: str, details: Iterable[HitDetail], now: datetime) -> dict[str, HitBelief]:
+    """For hits that carry a belief: its verdict, and the probability of the hit's own value.
+
+    A detail read on PostgreSQL brought its belief's state along; the others are read here.
+    """
+    carrying = [detail for detail in details if detail.record.belief is not None]
     if not carrying:
         return {}
-    verdicts = verdicts_for(user_id=user_id, keys={r.belief.key for r in carrying}, now=now)  # type: ignore[union-attr]
+    unread = {detail.record.belief.key for detail in carrying if not detail.belief_read}  # type: ignore[union-attr]
+    verdicts = verdicts_for(user_id=user_id, keys=unread, now=now) if unread else {}
     beliefs = {}
-    for record in carrying:
-        verdict = verdicts.get(record.belief.key)  # type: ignore[union-attr]
+    for detail in carrying:
+        record = detail.record
+        key = record.belief.key  # type: ignore[union-attr]
+        if detail.belief_read:
+            verdict = (
+                None
+                if detail.belief_state is None
+                else verdict_of(key=key, state=detail.belief_state, now=now)
+            )
+        else:
+            verdict = verdicts.get(key)
         if verdict is None:
             continue
         value = record.belief.value  # type: ignore[union-attr]
@@ -184,15 +197,20 @@ def recall(
     """
     words, given = _validated(user_id, query, facets, limit)
     now = now or timezone.now()
-    candidates, totals, superseded = search_backend().search(
+    found = search_backend().search_for_recall(
         SearchRequest(
             user_id=user_id, words=words, now=now, per_class=limit, facets=given,
             include_superseded=include_superseded,
         )
     )  # fmt: skip
+    candidates, totals, superseded = found.candidates, found.aggregates, found.superseded
     chosen = slice_hits(candidates, limit)
-    details = hit_details(user_id, [c.id for c in chosen])
-    beliefs = _hit_beliefs(user_id, (detail.record for detail in details.values()), now)
+    # The backend may have read the details of the hits it expected the slice to choose.
+    details = {c.id: found.details[c.id] for c in chosen if c.id in found.details}
+    missing = [c.id for c in chosen if c.id not in details]
+    if missing:
+        details.update(hit_details(user_id, missing))
+    beliefs = _hit_beliefs(user_id, details.values(), now)
     hits = [
         SearchResult(
             deposit=details[c.id].record,
