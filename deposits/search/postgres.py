@@ -657,7 +657,7 @@ SELECT * FROM best"""
         return (
             f"""{top},
 {slice_sql("top")},
-det AS MATERIALIZED ({details_sql("d.id IN (SELECT chosen.id FROM chosen)")}),
+det AS MATERIALIZED ({details_sql("ARRAY(SELECT chosen.id FROM chosen)")}),
 best AS (SELECT {columns}, det.* FROM top LEFT JOIN det ON det.id = top.id::text)""",
             params,
         )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from deposits.domain.recall import Candidate, reserved_places, slice_hits
 from deposits.domain.types import POLARITIES
+from deposits.selectors.hits import DETAILS_FUNCTION, details_function_sql
 from deposits.sql.rules import slice_sql
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -60,3 +61,14 @@ def test_the_slice_in_sql_picks_what_the_python_rule_picks(candidates, limit, on
     ordered = sorted(candidates, key=lambda c: c.order_key)
     top = [c for p in POLARITIES for c in [c for c in ordered if c.polarity == p][:limit]]
     assert sorted(chosen_in_sql(top, limit)) == sorted(c.id for c in slice_hits(top, limit))
+
+
+def test_the_installed_details_function_is_the_one_the_rules_spell(on_postgres):
+    """A change to a rule the function spells (peers, dominance, live) needs a migration too."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [DETAILS_FUNCTION])
+        (installed,) = cursor.fetchone()
+    spelled = details_function_sql()
+    assert (
+        installed == spelled[spelled.index("$function$") + len("$function$") : spelled.rindex("$function$")]
+    )
