@@ -392,7 +392,8 @@ class PostgresBackend(SearchBackend):
     def search_for_recall(self, request: SearchRequest, *, details: bool = True) -> Found:
         """Every answer from as few statements as the plan allows: one when the matching bags hold
         few deposits (the aggregate, the scoring and the chosen hits' details together), else the
-        aggregate, then the walk, whose first read brings the details when it is also its last."""
+        aggregate, then the walk (whose hits recall reads afterwards: a walk's first read is seldom
+        its last, so details read along with it were mostly thrown away)."""
         if request.include_superseded:
             # Bags keep only their live lexemes; the superseded view walks the matches instead.
             return Found(*SearchBackend.search(self, request))
@@ -411,8 +412,7 @@ class PostgresBackend(SearchBackend):
                 if expected > FULL_MATCHES
                 else walk_plan(lexemes, expected, None)
             )
-        candidates, read = self._best_per_class(request, query, matched, plan, details)
-        return Found(candidates, matched.aggregates, set(), read)
+        return Found(self._best_per_class(request, query, matched, plan), matched.aggregates, set())
 
     def _first_read(self, request: SearchRequest, query: str, details: bool) -> _FirstRead:
         """The matching bags' aggregate; and, when they hold at most SCORE_ALL_MATCHES live deposits
@@ -499,12 +499,11 @@ SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
         return f"ts_rank(d.search_vector, q.q) * exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
 
     def _best_per_class(
-        self, request: SearchRequest, query: str, matched: _Matched, plan: WalkPlan, details: bool
-    ) -> tuple[list[Candidate], dict[str, HitDetail]]:
+        self, request: SearchRequest, query: str, matched: _Matched, plan: WalkPlan
+    ) -> list[Candidate]:
         """The best `per_class` hits of each polarity in recall's order (conflict bags first, then
         score), exactly: what `slice_hits` needs, as each polarity's first `limit` in that order
-        hold every hit it can choose. With `details`, the first read also brings the details of
-        the hits the slice would choose from it, kept when no later read changes the candidates."""
+        hold every hit it can choose."""
         # A polarity whose matching bags hold no live deposit of it has no match.
         classes = {
             polarity: _Class(
@@ -522,23 +521,18 @@ SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
             # The deposits repeating a lexeme the bound counts once, by deposits/0011's index.
             parts.append(_Part("%s::tsquery", [plan.repeats], column=REPEATED_LEXEMES))
         window = _Window(FIRST_WINDOW_DAYS)
-        reads = 0
-        read: dict[str, HitDetail] = {}
         while True:
             walking = plan.walk is not None and any(entry.open for entry in classes.values())
             if walking:
                 parts.append(self._window(window, classes, plan, request.now))
             if not parts:
                 break
-            read = self._run(request, query, matched.conflict_bags, parts, classes, details and reads == 0)
-            reads += 1
+            self._run(request, query, matched.conflict_bags, parts, classes)
             if not walking:
                 break
             self._advance(window, classes, plan.bound, request.per_class)
             parts = []
-        return [
-            candidate for entry in classes.values() for candidate in entry.best
-        ], read if reads == 1 else {}
+        return [candidate for entry in classes.values() for candidate in entry.best]
 
     def _window(self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
@@ -572,13 +566,11 @@ SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
         conflict_bags: str,
         parts: list[_Part],
         classes: dict[str, _Class],
-        details: bool = False,
-    ) -> dict[str, HitDetail]:
-        """Read the parts' matches once, and keep the best of each open polarity; with `details`,
-        also the details of the hits the slice would choose from this read alone."""
+    ) -> None:
+        """Read the parts' matches once, and keep the best of each open polarity."""
         reads, read_params = self._reads(request, parts)
         open_polarities = [polarity for polarity, entry in classes.items() if entry.open]
-        best, best_params = self._best(request, details, open_polarities)
+        best, best_params = self._best(request, False, open_polarities)
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
@@ -589,7 +581,7 @@ SELECT * FROM best"""
         with connection.cursor() as cursor:
             cursor.execute(sql, [query, conflict_bags, *read_params, *best_params])
             rows = cursor.fetchall()
-        candidates, read = _candidates(rows)
+        candidates, _ = _candidates(rows)
         touched = set()
         kept = {candidate.id for entry in classes.values() for candidate in entry.best}
         for candidate in candidates:
@@ -602,7 +594,6 @@ SELECT * FROM best"""
             best_of = classes[polarity].best
             best_of.sort(key=lambda candidate: candidate.order_key)
             del best_of[request.per_class :]
-        return read
 
     def _reads(self, request: SearchRequest, parts: list[_Part]) -> tuple[str, list[object]]:
         """The parts' matches, each scored, as one UNION (over `q` and the conflict bags `cb`).
