@@ -100,6 +100,19 @@ def matched_share(words: Sequence[str]) -> float:
     return 1 - math.prod(1 - min(1.0, share_of.get(lexeme, floor)) for lexeme in dict.fromkeys(lexemes))
 
 
+# Each owner's live deposits, as a recall last read them (per process, renewed after
+# OWNER_SIZE_SECONDS): the most a query's matching bags can hold. Only steers the plan.
+OWNER_SIZE_SECONDS = 600.0
+OWNER_SIZES_KEPT = 100_000
+_owner_sizes: dict[tuple[str, str], tuple[float, int]] = {}
+
+
+def _learn_owner_size(user_id: str, size: int) -> None:
+    if len(_owner_sizes) >= OWNER_SIZES_KEPT:
+        _owner_sizes.clear()
+    _owner_sizes[(connection.settings_dict["NAME"], user_id)] = (time.monotonic(), size)
+
+
 def _learn_lexemes(words: Sequence[str], lexemes: Sequence[str]) -> None:
     if len(_word_lexemes) + len(words) > WORD_LEXEMES_KEPT:
         _word_lexemes.clear()
@@ -435,10 +448,36 @@ class PostgresBackend(SearchBackend):
         # reads behind a one-time filter, so a larger query costs nothing more than its aggregate.
         share = matched_share(request.words)
         unknown = [word for word in request.words if word not in _word_lexemes]
-        few = f" AND (SELECT {' + '.join(f'agg.l{i}' for i in range(len(_SIDES)))} FROM agg) * %s <= %s"
-        reads, read_params = self._reads(request, [_Part("q.q", [], few, [share, SCORE_ALL_MATCHES])])
-        best, best_params = self._best(request, details)
-        aggregate_columns = 6 + len(_SIDES)
+        # Planning the scoring costs as much again as the aggregate's: it is left out when even the
+        # owner's every live deposit (known once read, per process) would not be few enough.
+        owner_size = _owner_sizes.get((connection.settings_dict["NAME"], request.user_id))
+        if owner_size is not None and time.monotonic() - owner_size[0] > OWNER_SIZE_SECONDS:
+            owner_size = None
+        scoring = owner_size is None or owner_size[1] * share <= SCORE_ALL_MATCHES
+        aggregate_columns = 7 + len(_SIDES)
+        tail = ""
+        read_params: list[object] = []
+        best_params: list[object] = []
+        if scoring:
+            few = f" AND (SELECT {' + '.join(f'agg.l{i}' for i in range(len(_SIDES)))} FROM agg) * %s <= %s"
+            reads, read_params = self._reads(request, [_Part("q.q", [], few, [share, SCORE_ALL_MATCHES])])
+            best, best_params = self._best(request, details)
+            tail = f""",
+cb AS (SELECT bag.id FROM matched bag WHERE bag.in_conflict),
+m AS MATERIALIZED ({reads}
+),
+{best}
+SELECT 0, agg.*, {", ".join(["NULL"] * (5 + (DETAIL_COLUMNS if details else 0)))} FROM agg
+UNION ALL
+SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
+        else:
+            tail = "\nSELECT 0, agg.* FROM agg"
+        owner_sql = (
+            f"(SELECT coalesce(sum({' + '.join(f'o.live_{p}' for p in POLARITIES)}), 0) "
+            "FROM deposits_scopebag o WHERE o.user_id = %s)"
+            if owner_size is None
+            else "NULL::bigint"
+        )
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
 matched AS MATERIALIZED (
@@ -463,26 +502,22 @@ agg AS MATERIALIZED (
            ARRAY(
                SELECT array_to_string(tsvector_to_array(to_tsvector('{TS_CONFIG}', w)), ' ')
                FROM unnest(%s::text[]) AS w
-           ) AS lexemes
+           ) AS lexemes,
+           {owner_sql} AS owner_live
     FROM matched bag
-),
-cb AS (SELECT bag.id FROM matched bag WHERE bag.in_conflict),
-m AS MATERIALIZED ({reads}
-),
-{best}
-SELECT 0, agg.*, {", ".join(["NULL"] * (5 + (DETAIL_COLUMNS if details else 0)))} FROM agg
-UNION ALL
-SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
+){tail}"""
         params = [
             query, request.user_id, *facet_values, request.user_id, *facet_values, unknown,
-            *read_params, *best_params,
+            *([request.user_id] if owner_size is None else []), *read_params, *best_params,
         ]  # fmt: skip
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         (aggregate,) = [row[1 : 1 + aggregate_columns] for row in rows if row[0] == 0]
-        bags, conflicts, confident, conflict_ids, tsquery, *counts, lexemes = aggregate
+        bags, conflicts, confident, conflict_ids, tsquery, *counts, lexemes, owner_live = aggregate
         _learn_lexemes(unknown, lexemes)
+        if owner_size is None:
+            _learn_owner_size(request.user_id, int(owner_live))
         matched = _Matched(
             Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident),
             conflict_ids,
@@ -490,7 +525,7 @@ SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
             {side: int(count) for side, count in zip(_SIDES, counts, strict=True)},
         )
         candidates, read = _candidates([row[1 + aggregate_columns :] for row in rows if row[0] == 1])
-        scored = bags > 0 and matched.deposits * share <= SCORE_ALL_MATCHES
+        scored = scoring and bags > 0 and matched.deposits * share <= SCORE_ALL_MATCHES
         return _FirstRead(matched, scored, candidates, read)
 
     def _score(self) -> str:
