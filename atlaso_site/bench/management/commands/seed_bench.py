@@ -113,8 +113,11 @@ class Command(BaseCommand):
         self.stdout.write(f"  {opened:,} conflict episodes opened")
         if postgres:
             with connection.cursor() as cursor:
+                # The episodes too: a table never analysed is planned as empty, and the owners
+                # list then loops over the open episodes once per owner (735 ms at 1M, not 70).
                 cursor.execute(
-                    "ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction"
+                    "ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction; "
+                    "ANALYZE deposits_conflictepisode"
                 )
         elapsed = time.perf_counter() - started
         self.stdout.write(
