@@ -56,9 +56,9 @@ def summarize(runs: list[list[Row]]) -> list[Row]:
 def store_name(deposits: int) -> str:
     """100,000 → 100k, 1,000,000 → 1M, 5,000,000 → 5M."""
     if deposits >= 1_000_000:
-        return f"{deposits / 1_000_000:g}M"
+        return f"{round(deposits / 1_000_000, 1):g}M"
     if deposits >= 1_000:
-        return f"{deposits / 1_000:g}k"
+        return f"{round(deposits / 1_000, 1):g}k"
     return str(deposits)
 
 

@@ -68,4 +68,4 @@ def test_the_markdown_table_has_a_column_per_store_and_the_floors_beside():
 def test_the_per_query_table_gives_each_size_its_median_beside_the_floor():
     table = per_query_table([report(100_000, 1_000, [10.0, 12.0, 11.0]), report(5_000_000, 50_000, [30.0])])
     assert table.splitlines()[-1] == "| `model` | 700, 11.0 (9.0) | 700, 30.0 (9.0) |"
-    assert [store_name(n) for n in (100_000, 1_000_000, 5_000_000, 250)] == ["100k", "1M", "5M", "250"]
+    assert [store_name(n) for n in (100_003, 1_000_000, 5_000_000, 250)] == ["100k", "1M", "5M", "250"]
