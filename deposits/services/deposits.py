@@ -376,10 +376,17 @@ def _insert(
     """Insert the items; returns the bags whose counts changed, and which write may have
     ended each one's conflict (the first deposit of the batch that superseded one of its own)."""
     by_bag: dict[str, NewDeposits] = {}
+    # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
+    # type, so 1 and True (equal as dict keys) could never share an id.
+    bag_ids: dict[tuple[object, ...], str] = {}
     rows = []
     for item in items:
         draft, scope = item.draft, item.draft.scope
-        bag = compute_bag_id(user_id, scope)
+        facets = scope.facets
+        memo = (*facets, *map(type, facets))
+        bag = bag_ids.get(memo)
+        if bag is None:
+            bag = bag_ids[memo] = compute_bag_id(user_id, scope)
         new = by_bag.setdefault(bag, NewDeposits(scope))
         new.polarities.append((draft.polarity, now))
         new.texts.append(search_text(draft.content, scope.note))
