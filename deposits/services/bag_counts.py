@@ -92,22 +92,44 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> None:
     """Count new live deposits into their bags, creating bag rows on first use.
 
     One atomic upsert for every bag, in id order: concurrent writers to one bag serialise on
-    its row, and two batches touching the same bags cannot deadlock.
+    its row, and two batches touching the same bags cannot deadlock. On PostgreSQL the same
+    statement adds the deposits' lexemes, so each bag row is written once per write.
     """
     now = timezone.now()
-    order = sorted(bags)
-    rows = [
-        values
-        for bag_id in order
-        if (values := _bag_params(bag_id, user_id, bags[bag_id].scope, bags[bag_id].polarities, now))
-        is not None
-    ]
+    order, rows, texts = [], [], []
+    for bag_id in sorted(bags):
+        new = bags[bag_id]
+        if (values := _bag_params(bag_id, user_id, new.scope, new.polarities, now)) is not None:
+            order.append(bag_id)
+            rows.append(values)
+            texts.append(" ".join(new.texts))
+    if connection.vendor != "postgresql":
+        insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
+        return
+    try:
+        with transaction.atomic():
+            insert_rows(
+                "deposits_scopebag",
+                (*BAG_COLUMNS, ("live_terms", "text")),
+                [(*values, text) for values, text in zip(rows, texts, strict=True)],
+                _ON_CONFLICT + _ADD_TERMS_ON_CONFLICT,
+                derived={"live_terms": _TERMS_OF_TEXT},
+            )
+        return
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != PROGRAM_LIMIT_EXCEEDED:
+            raise
+    # Some bag's lexemes would outgrow a tsvector: the counts first, then the lexemes bag by bag.
     insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
-    if connection.vendor == "postgresql":
-        texts = [" ".join(bags[bag_id].texts) for bag_id in order]
-        _guarded_terms_update(_ADD_TERMS_SQL, order, [order, texts], lambda i: [[order[i]], [texts[i]]])
+    _guarded_terms_update(_ADD_TERMS_SQL, order, [order, texts], lambda i: [[order[i]], [texts[i]]])
 
 
+_TERMS_OF_TEXT = f"strip(to_tsvector('{TS_CONFIG}', {{}}))"
+# What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
+_ADD_TERMS_ON_CONFLICT = (
+    ", live_terms = CASE WHEN deposits_scopebag.terms_overflow THEN deposits_scopebag.live_terms "
+    "ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
+)
 _ADD_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
     f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "

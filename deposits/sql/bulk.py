@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 import psycopg
@@ -73,18 +73,23 @@ def insert_rows(
     suffix: str = "",
     *,
     copy: bool = True,
+    derived: Mapping[str, str] | None = None,
 ) -> list[tuple]:
     """INSERT `rows` (values in `columns` order; each column is (name, PostgreSQL type)).
 
     `suffix` (ON CONFLICT …, RETURNING …) is appended; returned rows come back when it
     has a RETURNING clause. Without a suffix, PostgreSQL gets the rows through COPY unless
-    `copy` is false (the benchmark's floor is the spec's `unnest` INSERT).
+    `copy` is false (the benchmark's floor is the spec's `unnest` INSERT). `derived`
+    (PostgreSQL only) maps a column to the SQL that computes it from the value sent, `{}`
+    standing for that value.
     """
     if not rows:
         return []
     names = ", ".join(name for name, _ in columns)
     types = [pg_type for _, pg_type in columns]
-    if connection.vendor == "postgresql" and copy and not suffix:
+    if derived and connection.vendor != "postgresql":
+        raise ValueError("derived columns are computed by PostgreSQL only")
+    if connection.vendor == "postgresql" and copy and not suffix and not derived:
         _copy_rows(table, names, types, rows)
         return []
     if connection.vendor == "postgresql":
@@ -99,6 +104,12 @@ def insert_rows(
         # element after testing it against a regular expression.
         select = ", ".join("%b::text[]::jsonb[]" if t == "jsonb" else f"%b::{t}[]" for t in types)
         sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({select}) {suffix}"
+        if derived:
+            values = ", ".join(
+                derived.get(name, "{}").format(f"u.c{i}") for i, (name, _) in enumerate(columns)
+            )
+            aliases = ", ".join(f"c{i}" for i in range(len(columns)))
+            sql = f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({select}) AS u({aliases}) {suffix}"
         params: list[object] = arrays
     else:
         preparers = [_preparer(pg_type) for pg_type in types]
