@@ -348,8 +348,10 @@ def _write_batch(
     _claim_keys(user_id, pending, now)
     fresh = [p for p in pending if p.outcome is None and p.follows is None]
     if fresh:
-        touched, closers = _insert(user_id, fresh, channel_name=channel_name, targets=targets, now=now)
-        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers)
+        touched, closers, in_conflict = _insert(
+            user_id, fresh, channel_name=channel_name, targets=targets, now=now
+        )
+        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers, in_conflict=in_conflict)
         for item in fresh:
             if item.draft.belief is not None and channel is not None:
                 claim = item.draft.belief
@@ -372,9 +374,10 @@ def _insert(
     channel_name: str | None,
     targets: Mapping[str, Deposit],
     now: datetime,
-) -> tuple[set[str], dict[str, Closer]]:
-    """Insert the items; returns the bags whose counts changed, and which write may have
-    ended each one's conflict (the first deposit of the batch that superseded one of its own)."""
+) -> tuple[set[str], dict[str, Closer], set[str] | None]:
+    """Insert the items; returns the bags whose counts changed, which write may have ended each
+    one's conflict (the first deposit of the batch that superseded one of its own), and which
+    are in conflict now when that is known without asking again (no supersession recounted)."""
     by_bag: dict[str, NewDeposits] = {}
     # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
     # type, so 1 and True (equal as dict keys) could never share an id.
@@ -398,7 +401,7 @@ def _insert(
             channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
         ))  # fmt: skip
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
-    bags_add_deposits(user_id=user_id, bags=by_bag)
+    in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     edges = [
         Contradiction(
@@ -417,7 +420,8 @@ def _insert(
         bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id)
         for edge in edges:
             closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
-    return set(by_bag) | set(closers), closers
+        in_conflict = None  # the recount may have moved any of these bags
+    return set(by_bag) | set(closers), closers, in_conflict
 
 
 def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:
