@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -237,21 +237,15 @@ def _key_owners(pending: Sequence[_Pending]) -> dict[str, _Pending]:
 
 
 def _delete_expired_keys(user_id: str, keys: list[str], now: datetime) -> None:
-    """Entries older than the window are removed first, so correctness never waits for the job."""
+    """Entries older than the window are removed first, so correctness never waits for the job
+    (SQLite; PostgreSQL replaces them as it claims, _CLAIM_OR_REPLACE_EXPIRED)."""
     cutoff = connection.ops.adapt_datetimefield_value(now - WINDOW)
+    marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # One array parameter, not a thousand placeholders to parse.
-            cursor.execute(
-                "DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key = ANY(%s) AND created_at <= %s",
-                [user_id, keys, cutoff],
-            )
-        else:
-            marks = ", ".join(["%s"] * len(keys))
-            cursor.execute(
-                f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
-                [user_id, *keys, cutoff],
-            )
+        cursor.execute(
+            f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
+            [user_id, *keys, cutoff],
+        )
 
 
 def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list[str], now: datetime) -> None:
@@ -272,6 +266,17 @@ def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list
             item.fail(idempotency_conflict(key, entry.deposit_id if entry else None))
 
 
+# PostgreSQL replaces an expired entry in the statement that claims its key (the keys of one
+# statement are distinct): what _delete_expired_keys then an insert do, in one statement. A
+# concurrent claim of the same expired entry waits for this one, then finds it fresh.
+_CLAIM_OR_REPLACE_EXPIRED = (
+    "ON CONFLICT (user_id, key) DO UPDATE SET payload_hash = excluded.payload_hash, "
+    "deposit_id = excluded.deposit_id, created_at = excluded.created_at, erased_at = NULL "
+    "WHERE deposits_idempotencyentry.created_at <= excluded.created_at - "
+    f"interval '{WINDOW // timedelta(microseconds=1)} microseconds' RETURNING key"
+)
+
+
 def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
     """Claim each item's idempotency key, or decide it is a replay or a conflict.
 
@@ -283,12 +288,16 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     if not owners:
         return
     keys = list(owners)
-    _delete_expired_keys(user_id, keys, now)
+    if connection.vendor == "postgresql":
+        claim = _CLAIM_OR_REPLACE_EXPIRED
+    else:
+        _delete_expired_keys(user_id, keys, now)
+        claim = "ON CONFLICT (user_id, key) DO NOTHING RETURNING key"
     returned = insert_rows(
         "deposits_idempotencyentry",
         IDEMPOTENCY_COLUMNS,
         [(user_id, key, owners[key].fingerprint, owners[key].deposit_id, now) for key in keys],
-        "ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
+        claim,
     )
     claimed = {row[0] for row in returned}
     taken = [key for key in keys if key not in claimed]
