@@ -7,8 +7,8 @@ import pytest
 from deposits.domain.validation import (
     DepositValidationError,
     enum_message,
-    validate_deposit,
     validate_bulk,
+    validate_deposit,
     validate_enum,
     validate_reason,
     validate_user_id,
