@@ -16,9 +16,13 @@ WINDOW = timedelta(hours=24)
 MAX_KEY_LENGTH = 200
 
 
+# json.dumps with these options builds an encoder on every call; one serves every fingerprint.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def payload_fingerprint(payload: Mapping[str, Any]) -> str:
     """A canonical hash of a request's fields: same fields and values give the same hash."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = _CANONICAL.encode(payload)
     return hashlib.blake2b(canonical.encode("utf-8"), digest_size=16).hexdigest()
 
 

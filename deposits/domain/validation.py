@@ -262,9 +262,13 @@ def validate_belief(value: Any) -> BeliefClaim | None:
         raise DepositValidationError(f"belief.{error.field}", error.message) from error
 
 
-def validate_deposit(user_id: str, data: Mapping[str, Any]) -> DepositDraft:
-    """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks."""
-    refuse_unstorable(data)
+def validate_deposit(user_id: str, data: Mapping[str, Any], *, storable: bool = False) -> DepositDraft:
+    """Turn a client's fields into a `DepositDraft`, or raise the first rule it breaks.
+
+    `storable`: the caller has found every string of `data` storable already (a bulk asks once
+    for all its items)."""
+    if not storable:
+        refuse_unstorable(data)
     contradicts = _string_list("contradicts", data.get("contradicts"), max_items=MAX_CONTRADICTS, max_len=64)
     return DepositDraft(
         user_id=validate_user_id(user_id),
@@ -336,7 +340,7 @@ class BulkDraft:
     items: tuple[BulkItem, ...]
 
 
-def _bulk_item(index: int, item: Mapping[str, Any], user_id: str) -> BulkItem:
+def _bulk_item(index: int, item: Mapping[str, Any], user_id: str, *, storable: bool) -> BulkItem:
     try:
         key = validate_idempotency_key(item.get("idempotency_key"))
         if key is None:
@@ -344,7 +348,8 @@ def _bulk_item(index: int, item: Mapping[str, Any], user_id: str) -> BulkItem:
                 "idempotency_key",
                 "each bulk item needs an idempotency_key, so retrying a partly failed batch is safe",
             )
-        return BulkItem(index=index, sent=item, draft=validate_deposit(user_id, item), key=key)
+        draft = validate_deposit(user_id, item, storable=storable)
+        return BulkItem(index=index, sent=item, draft=draft, key=key)
     except AtlasoError as error:
         return BulkItem(index=index, sent=item, error=error)
 
@@ -361,8 +366,10 @@ def validate_bulk(
             f"items holds {len(items)} entries; at most {MAX_BULK_ITEMS} per call. Send several batches: "
             "the idempotency keys make retrying any of them safe.",
         )
+    # One question for every item's strings; only when one is unstorable is each item asked.
+    storable = first_unstorable(list(items)) is None
     return BulkDraft(
         user_id=user_id,
         on_gate_reject=mode,
-        items=tuple(_bulk_item(index, item, user_id) for index, item in enumerate(items)),
+        items=tuple(_bulk_item(index, item, user_id, storable=storable) for index, item in enumerate(items)),
     )

@@ -15,7 +15,7 @@ from deposits.domain.types import DIRECTIONAL, Scope, is_live
 from deposits.models import Deposit, ScopeBag, is_superseded
 from deposits.search.postgres import TS_CONFIG
 from deposits.sql.bulk import insert_rows
-from deposits.sql.rules import live_sql
+from deposits.sql.rules import in_conflict_stored_sql, live_sql
 
 
 def _newer(column: str) -> str:
@@ -88,26 +88,55 @@ def search_text(content: str, note: str | None) -> str:
     return f"{content} {note or ''}"
 
 
-def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> None:
-    """Count new live deposits into their bags, creating bag rows on first use.
+def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> set[str]:
+    """Count new live deposits into their bags, creating bag rows on first use; returns the
+    bags now in conflict (read from the rows the upsert wrote, which this write now locks).
 
     One atomic upsert for every bag, in id order: concurrent writers to one bag serialise on
-    its row, and two batches touching the same bags cannot deadlock.
+    its row, and two batches touching the same bags cannot deadlock. On PostgreSQL the same
+    statement adds the deposits' lexemes, so each bag row is written once per write.
     """
     now = timezone.now()
-    order = sorted(bags)
-    rows = [
-        values
-        for bag_id in order
-        if (values := _bag_params(bag_id, user_id, bags[bag_id].scope, bags[bag_id].polarities, now))
-        is not None
-    ]
-    insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT)
-    if connection.vendor == "postgresql":
-        texts = [" ".join(bags[bag_id].texts) for bag_id in order]
-        _guarded_terms_update(_ADD_TERMS_SQL, order, [order, texts], lambda i: [[order[i]], [texts[i]]])
+    order, rows, texts = [], [], []
+    for bag_id in sorted(bags):
+        new = bags[bag_id]
+        if (values := _bag_params(bag_id, user_id, new.scope, new.polarities, now)) is not None:
+            order.append(bag_id)
+            rows.append(values)
+            texts.append(" ".join(new.texts))
+    if connection.vendor != "postgresql":
+        return _in_conflict(insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT + _RETURNING))
+    try:
+        with transaction.atomic():
+            return _in_conflict(
+                insert_rows(
+                    "deposits_scopebag",
+                    (*BAG_COLUMNS, ("live_terms", "text")),
+                    [(*values, text) for values, text in zip(rows, texts, strict=True)],
+                    _ON_CONFLICT + _ADD_TERMS_ON_CONFLICT + _RETURNING,
+                    derived={"live_terms": _TERMS_OF_TEXT},
+                )
+            )
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != PROGRAM_LIMIT_EXCEEDED:
+            raise
+    # Some bag's lexemes would outgrow a tsvector: the counts first, then the lexemes bag by bag.
+    returned = insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT + _RETURNING)
+    _guarded_terms_update(_ADD_TERMS_SQL, order, [order, texts], lambda i: [[order[i]], [texts[i]]])
+    return _in_conflict(returned)
 
 
+def _in_conflict(returned: Iterable[tuple[str, object]]) -> set[str]:
+    return {bag_id for bag_id, conflict in returned if conflict}
+
+
+_RETURNING = f" RETURNING id, {in_conflict_stored_sql('deposits_scopebag')}"
+_TERMS_OF_TEXT = f"strip(to_tsvector('{TS_CONFIG}', {{}}))"
+# What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
+_ADD_TERMS_ON_CONFLICT = (
+    ", live_terms = CASE WHEN deposits_scopebag.terms_overflow THEN deposits_scopebag.live_terms "
+    "ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
+)
 _ADD_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
     f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -237,21 +237,15 @@ def _key_owners(pending: Sequence[_Pending]) -> dict[str, _Pending]:
 
 
 def _delete_expired_keys(user_id: str, keys: list[str], now: datetime) -> None:
-    """Entries older than the window are removed first, so correctness never waits for the job."""
+    """Entries older than the window are removed first, so correctness never waits for the job
+    (SQLite; PostgreSQL replaces them as it claims, _CLAIM_OR_REPLACE_EXPIRED)."""
     cutoff = connection.ops.adapt_datetimefield_value(now - WINDOW)
+    marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # One array parameter, not a thousand placeholders to parse.
-            cursor.execute(
-                "DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key = ANY(%s) AND created_at <= %s",
-                [user_id, keys, cutoff],
-            )
-        else:
-            marks = ", ".join(["%s"] * len(keys))
-            cursor.execute(
-                f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
-                [user_id, *keys, cutoff],
-            )
+        cursor.execute(
+            f"DELETE FROM deposits_idempotencyentry WHERE user_id = %s AND key IN ({marks}) AND created_at <= %s",
+            [user_id, *keys, cutoff],
+        )
 
 
 def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list[str], now: datetime) -> None:
@@ -272,6 +266,17 @@ def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list
             item.fail(idempotency_conflict(key, entry.deposit_id if entry else None))
 
 
+# PostgreSQL replaces an expired entry in the statement that claims its key (the keys of one
+# statement are distinct): what _delete_expired_keys then an insert do, in one statement. A
+# concurrent claim of the same expired entry waits for this one, then finds it fresh.
+_CLAIM_OR_REPLACE_EXPIRED = (
+    "ON CONFLICT (user_id, key) DO UPDATE SET payload_hash = excluded.payload_hash, "
+    "deposit_id = excluded.deposit_id, created_at = excluded.created_at, erased_at = NULL "
+    "WHERE deposits_idempotencyentry.created_at <= excluded.created_at - "
+    f"interval '{WINDOW // timedelta(microseconds=1)} microseconds' RETURNING key"
+)
+
+
 def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
     """Claim each item's idempotency key, or decide it is a replay or a conflict.
 
@@ -283,12 +288,16 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     if not owners:
         return
     keys = list(owners)
-    _delete_expired_keys(user_id, keys, now)
+    if connection.vendor == "postgresql":
+        claim = _CLAIM_OR_REPLACE_EXPIRED
+    else:
+        _delete_expired_keys(user_id, keys, now)
+        claim = "ON CONFLICT (user_id, key) DO NOTHING RETURNING key"
     returned = insert_rows(
         "deposits_idempotencyentry",
         IDEMPOTENCY_COLUMNS,
         [(user_id, key, owners[key].fingerprint, owners[key].deposit_id, now) for key in keys],
-        "ON CONFLICT (user_id, key) DO NOTHING RETURNING key",
+        claim,
     )
     claimed = {row[0] for row in returned}
     taken = [key for key in keys if key not in claimed]
@@ -348,8 +357,10 @@ def _write_batch(
     _claim_keys(user_id, pending, now)
     fresh = [p for p in pending if p.outcome is None and p.follows is None]
     if fresh:
-        touched, closers = _insert(user_id, fresh, channel_name=channel_name, targets=targets, now=now)
-        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers)
+        touched, closers, in_conflict = _insert(
+            user_id, fresh, channel_name=channel_name, targets=targets, now=now
+        )
+        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers, in_conflict=in_conflict)
         for item in fresh:
             if item.draft.belief is not None and channel is not None:
                 claim = item.draft.belief
@@ -372,14 +383,22 @@ def _insert(
     channel_name: str | None,
     targets: Mapping[str, Deposit],
     now: datetime,
-) -> tuple[set[str], dict[str, Closer]]:
-    """Insert the items; returns the bags whose counts changed, and which write may have
-    ended each one's conflict (the first deposit of the batch that superseded one of its own)."""
+) -> tuple[set[str], dict[str, Closer], set[str] | None]:
+    """Insert the items; returns the bags whose counts changed, which write may have ended each
+    one's conflict (the first deposit of the batch that superseded one of its own), and which
+    are in conflict now when that is known without asking again (no supersession recounted)."""
     by_bag: dict[str, NewDeposits] = {}
+    # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
+    # type, so 1 and True (equal as dict keys) could never share an id.
+    bag_ids: dict[tuple[object, ...], str] = {}
     rows = []
     for item in items:
         draft, scope = item.draft, item.draft.scope
-        bag = compute_bag_id(user_id, scope)
+        facets = scope.facets
+        memo = (*facets, *map(type, facets))
+        bag = bag_ids.get(memo)
+        if bag is None:
+            bag = bag_ids[memo] = compute_bag_id(user_id, scope)
         new = by_bag.setdefault(bag, NewDeposits(scope))
         new.polarities.append((draft.polarity, now))
         new.texts.append(search_text(draft.content, scope.note))
@@ -391,7 +410,7 @@ def _insert(
             channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
         ))  # fmt: skip
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
-    bags_add_deposits(user_id=user_id, bags=by_bag)
+    in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     edges = [
         Contradiction(
@@ -410,7 +429,8 @@ def _insert(
         bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id)
         for edge in edges:
             closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
-    return set(by_bag) | set(closers), closers
+        in_conflict = None  # the recount may have moved any of these bags
+    return set(by_bag) | set(closers), closers, in_conflict
 
 
 def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:

@@ -22,17 +22,24 @@ Closer = tuple[str, uuid.UUID | str | None]
 
 
 def episodes_sync(
-    *, user_id: str, bag_ids: Iterable[str], now: datetime, closers: Mapping[str, Closer] | None = None
+    *,
+    user_id: str,
+    bag_ids: Iterable[str],
+    now: datetime,
+    closers: Mapping[str, Closer] | None = None,
+    in_conflict: set[str] | None = None,
 ) -> None:
     """Open an episode for each bag now in conflict without one; close those no longer in conflict.
 
     Runs after the bag counts of the write are updated, in its transaction; the bag rows are
-    locked by then, so two writers never open two episodes for one bag.
+    locked by then, so two writers never open two episodes for one bag. `in_conflict`: which
+    of `bag_ids` are in conflict, when the write already read it from the rows it wrote.
     """
     ids = set(bag_ids)
     if not ids:
         return
-    in_conflict = set(ScopeBag.objects.filter(id__in=ids).in_conflict().values_list("id", flat=True))
+    if in_conflict is None:
+        in_conflict = set(ScopeBag.objects.filter(id__in=ids).in_conflict().values_list("id", flat=True))
     open_now = set(
         ConflictEpisode.objects.filter(bag_id__in=ids, ended_at__isnull=True).values_list("bag_id", flat=True)
     )

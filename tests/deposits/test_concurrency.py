@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from beliefs.services import api_key_create
 from deposits.models import Deposit, IdempotencyEntry, ScopeBag
@@ -88,6 +90,21 @@ def test_twenty_simultaneous_posts_with_one_key_create_exactly_one_deposit(on_po
     assert Deposit.objects.count() == 1
     assert IdempotencyEntry.objects.count() == 1
     assert ScopeBag.objects.get().live_open == 1
+
+
+def test_twenty_simultaneous_posts_reusing_one_expired_key_create_exactly_one_new_deposit(on_postgres):
+    key = secret()
+    body = {"content": "likes tea", "scope": SCOPE, "idempotency_key": "ak_same"}
+    first = post(Client(), key, "/users/alice/deposits", body)[1]["deposit"]["id"]
+    IdempotencyEntry.objects.update(created_at=timezone.now() - timedelta(hours=25))
+    connection.close()
+    answers = all_at_once(THREADS, lambda client, _: post(client, key, "/users/alice/deposits", body))
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [200] * (THREADS - 1) + [201], answers
+    renewed = {body["deposit"]["id"] for _, body in answers}
+    assert len(renewed) == 1 and first not in renewed
+    assert Deposit.objects.count() == 2
+    assert str(IdempotencyEntry.objects.get().deposit_id) in renewed
 
 
 def test_twenty_simultaneous_writes_to_one_bag_leave_counts_equal_to_a_recount(on_postgres):

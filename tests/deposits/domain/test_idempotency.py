@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 
 from deposits.domain.idempotency import idempotency_key, payload_fingerprint
 
@@ -42,3 +43,10 @@ def test_it_gives_different_keys_for_different_parts_or_order_or_grouping():
 def test_it_fingerprints_a_payload_regardless_of_field_order():
     assert payload_fingerprint({"a": 1, "b": [1, 2]}) == payload_fingerprint({"b": [1, 2], "a": 1})
     assert payload_fingerprint({"a": 1}) != payload_fingerprint({"a": 2})
+
+
+def test_the_fingerprint_of_a_known_payload_never_changes():
+    # Keys stored within the last 24 hours hold this form: a change of encoder must keep it.
+    payload = {"content": "café ☕", "scope": {"n": 3, "model": None}, "tags": ["a"], "at": date(2025, 6, 1)}
+    canonical = '{"at":"2025-06-01","content":"café ☕","scope":{"model":null,"n":3},"tags":["a"]}'
+    assert payload_fingerprint(payload) == blake2b_16(canonical)

@@ -7,6 +7,7 @@ import pytest
 from deposits.domain.validation import (
     DepositValidationError,
     enum_message,
+    validate_bulk,
     validate_deposit,
     validate_enum,
     validate_reason,
@@ -256,3 +257,11 @@ def test_it_limits_a_reason_to_two_thousand_characters_once_stripped():
         "reason",
         "reason is 2001 characters; the limit is 2000.",
     )
+
+
+def test_a_bulk_refuses_only_the_item_that_holds_unstorable_text():
+    items = [{"content": f"claim {i}", "idempotency_key": f"k{i}"} for i in range(3)]
+    items[1]["scope"] = {"env": "prod\x00"}
+    bulk = validate_bulk("alice", items)
+    assert [item.error is None for item in bulk.items] == [True, False, True]
+    assert bulk.items[1].error.details["field"] == "scope.env"
