@@ -120,3 +120,27 @@ def test_the_seed_writes_each_owners_deposits_oldest_first():
     )
     assert len(seen) == 5
     assert all(times == sorted(times) for times in seen.values())
+
+
+def test_a_store_seeded_again_replaces_one_the_review_desk_has_used(tmp_path):
+    """`seed_bench --replace` clears what reviewers left on the bench owners' bags (a claim, a skip)."""
+    file = tmp_path / "replaced.sqlite3"
+    _manage(file, "migrate", "--verbosity", "0")
+    _manage(file, "seed_bench", "--deposits", "200", "--owners", "2")
+    with sqlite3.connect(file) as db:
+        bag, owner = db.execute("SELECT id, user_id FROM deposits_scopebag LIMIT 1").fetchone()
+        now = timezone.now().isoformat()
+        db.execute(
+            "INSERT INTO deposits_reviewclaim (bag_id, user_id, reviewer, claimed_at, expires_at) "
+            "VALUES (?, ?, 'rita', ?, ?)",
+            [bag, owner, now, now],
+        )
+        db.execute(
+            "INSERT INTO deposits_reviewskip (reviewer, bag_id, user_id, note, skipped_at) "
+            "VALUES ('rita', ?, ?, '', ?)",
+            [bag, owner, now],
+        )
+    _manage(file, "seed_bench", "--deposits", "200", "--owners", "2", "--replace")
+    with sqlite3.connect(file) as db:
+        assert db.execute("SELECT count(*) FROM deposits_reviewclaim").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM deposits_deposit").fetchone() == (200,)

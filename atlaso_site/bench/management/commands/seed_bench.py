@@ -202,10 +202,13 @@ class Command(BaseCommand):
                 # A store of nothing but bench owners: emptying the tables is instant, where
                 # deleting a million rows checks every foreign key one by one.
                 cursor.execute(
-                    "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_deposit, "
+                    "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_resolution, "
+                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, "
                     "deposits_conflictepisode, deposits_scopebag, deposits_recalllog"
                 )
                 return
+            for table in ("deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip"):
+                cursor.execute(f"DELETE FROM {table} WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
