@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 
@@ -34,18 +33,6 @@ class Aggregates:
     bag_count: int = 0
     conflict_bag_count: int = 0
     confident_bag_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """What a recall's search found: each class's best candidates, the aggregates over every
-    match, the superseded hits, and the details of the hits the backend read on the way (by id;
-    whatever the slice chooses beyond them, recall reads itself)."""
-
-    candidates: list[Candidate]
-    aggregates: Aggregates
-    superseded: set[str]
-    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 def half_life_case() -> str:
@@ -82,10 +69,6 @@ class SearchBackend:
     def match_params(self, query: str, user_id: str) -> list[object]:
         """Parameters `match_sql` takes, in order."""
         return [query]
-
-    def search_for_recall(self, request: SearchRequest) -> Found:
-        """The search, with whatever details of the chosen hits this backend reads along with it."""
-        return Found(*self.search(request))
 
     def search(self, request: SearchRequest) -> tuple[list[Candidate], Aggregates, set[str]]:
         """(top candidates per class, aggregates over every match, ids of superseded hits)."""

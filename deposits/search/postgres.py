@@ -29,11 +29,10 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay, reserved_places
+from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay
 from deposits.domain.types import POLARITIES
-from deposits.search.base import Aggregates, Found, SearchBackend, SearchRequest, half_life_case
-from deposits.selectors.hits import DETAIL_COLUMNS, HitDetail, detail_from_row, details_sql
-from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql, slice_sql
+from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
+from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
 # calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,
@@ -71,53 +70,6 @@ ALL_OLDER_DAYS = 36500.0
 LEXEME_STATS_SECONDS = 600.0
 
 _lexeme_stats: dict[str, tuple[float, dict[str, float] | None, float]] = {}
-# Each query word's lexemes as the parser gives them (a pure function of the word): learnt from
-# the first statements that meet the word, so a later recall can plan before reading anything.
-WORD_LEXEMES_KEPT = 50_000
-_word_lexemes: dict[str, tuple[str, ...]] = {}
-
-
-def matched_share(words: Sequence[str]) -> float:
-    """The share of the matching bags' live deposits the query is expected to match, as
-    `walk_plan` would reckon it (1.0 while a word's lexemes are unknown: it then scores every
-    match only when the bags hold few deposits; 0.0 when some word is not one lexeme, whose
-    rank has no bound: the plan scores every match). Only steers the plan, never the answer.
-    """
-    lexemes: list[str] = []
-    for word in words:
-        known = _word_lexemes.get(word)
-        if known is None:
-            return 1.0
-        if len(known) > 1:
-            return 0.0
-        lexemes += known
-    if not lexemes:
-        return 1.0
-    shares = lexeme_shares()
-    if shares is None:
-        return 1.0
-    share_of, floor = shares
-    return 1 - math.prod(1 - min(1.0, share_of.get(lexeme, floor)) for lexeme in dict.fromkeys(lexemes))
-
-
-# Each owner's live deposits, as a recall last read them (per process, renewed after
-# OWNER_SIZE_SECONDS): the most a query's matching bags can hold. Only steers the plan.
-OWNER_SIZE_SECONDS = 600.0
-OWNER_SIZES_KEPT = 100_000
-_owner_sizes: dict[tuple[str, str], tuple[float, int]] = {}
-
-
-def _learn_owner_size(user_id: str, size: int) -> None:
-    if len(_owner_sizes) >= OWNER_SIZES_KEPT:
-        _owner_sizes.clear()
-    _owner_sizes[(connection.settings_dict["NAME"], user_id)] = (time.monotonic(), size)
-
-
-def _learn_lexemes(words: Sequence[str], lexemes: Sequence[str]) -> None:
-    if len(_word_lexemes) + len(words) > WORD_LEXEMES_KEPT:
-        _word_lexemes.clear()
-    for word, known in zip(words, lexemes, strict=True):
-        _word_lexemes[word] = tuple(known.split())
 
 
 def lexeme_shares() -> tuple[dict[str, float], float] | None:
@@ -327,28 +279,6 @@ class _Matched:
         return sum(self.live.values())
 
 
-# The bag aggregate's live counts: (in a conflict bag?, polarity).
-_SIDES = [(side, polarity) for side in (True, False) for polarity in POLARITIES]
-
-
-@dataclass(frozen=True, slots=True)
-class _FirstRead:
-    matched: _Matched
-    scored: bool  # every match was scored: the candidates are final
-    candidates: list[Candidate]
-    details: dict[str, HitDetail]
-
-
-def _candidates(rows: Iterable[Sequence[object]]) -> tuple[list[Candidate], dict[str, HitDetail]]:
-    """Rows of `best` as candidates, and the details of those that carry theirs."""
-    candidates, details = [], {}
-    for deposit_id, bag_id, polarity, score, in_conflict, *detail in rows:
-        candidates.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))  # type: ignore[arg-type]
-        if detail and detail[0] is not None:
-            details.update([detail_from_row(detail)])
-    return candidates, details
-
-
 @dataclass
 class _Window:
     """How far the walk has read: the next window holds the matches younger than `lower` days
@@ -399,22 +329,13 @@ class PostgresBackend(SearchBackend):
         return " | ".join(words)
 
     def search(self, request: SearchRequest) -> tuple[list[Candidate], Aggregates, set[str]]:
-        found = self.search_for_recall(request, details=False)
-        return found.candidates, found.aggregates, found.superseded
-
-    def search_for_recall(self, request: SearchRequest, *, details: bool = True) -> Found:
-        """Every answer from as few statements as the plan allows: one when the matching bags hold
-        few deposits (the aggregate, the scoring and the chosen hits' details together), else the
-        aggregate, then the walk (whose hits recall reads afterwards: a walk's first read is seldom
-        its last, so details read along with it were mostly thrown away)."""
         if request.include_superseded:
             # Bags keep only their live lexemes; the superseded view walks the matches instead.
-            return Found(*SearchBackend.search(self, request))
+            return super().search(request)
         query = self.text_query(request.words)
-        first = self._first_read(request, query, details)
-        matched = first.matched
-        if matched.aggregates.bag_count == 0 or first.scored:
-            return Found(first.candidates, matched.aggregates, set(), first.details)
+        matched = self._matching_bags(request, query)
+        if matched.aggregates.bag_count == 0:
+            return [], matched.aggregates, set()
         lexemes = or_lexemes(matched.tsquery)
         expected = matched.deposits
         if lexemes is None:
@@ -425,17 +346,14 @@ class PostgresBackend(SearchBackend):
                 if expected > FULL_MATCHES
                 else walk_plan(lexemes, expected, None)
             )
-        return Found(self._best_per_class(request, query, matched, plan), matched.aggregates, set())
+        return self._best_per_class(request, query, matched, plan), matched.aggregates, set()
 
-    def _first_read(self, request: SearchRequest, query: str, details: bool) -> _FirstRead:
-        """The matching bags' aggregate; and, when they hold at most SCORE_ALL_MATCHES live deposits
-        (the plan would score every match), every match scored, each polarity's best and the chosen
-        hits' details, in the same statement."""
+    def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
-        facet_values = list(request.facets.values())
-        live = ",\n           ".join(
-            f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}bag.in_conflict), 0) AS l{i}"
-            for i, (side, p) in enumerate(_SIDES)
+        sides = [(side, p) for side in (True, False) for p in POLARITIES]
+        live = ",\n       ".join(
+            f"coalesce(sum(bag.live_{p}) FILTER (WHERE {'' if side else 'NOT '}bag.in_conflict), 0)"
+            for side, p in sides
         )
         # Each matching bag's rules come from its stored rule columns (deposits/0009; recounting
         # them from the live counts cost 0.5 ms at 4,500 bags), and only the columns read are
@@ -444,43 +362,9 @@ class PostgresBackend(SearchBackend):
             f"bag.id, {', '.join(f'bag.live_{p}' for p in POLARITIES)}, "
             f"{in_conflict_stored_sql('bag')} AS in_conflict, {confident_stored_sql('bag')} AS confident"
         )
-        # Scored here only while the matching bags hold few live deposits: the planner runs the
-        # reads behind a one-time filter, so a larger query costs nothing more than its aggregate.
-        share = matched_share(request.words)
-        unknown = [word for word in request.words if word not in _word_lexemes]
-        # Planning the scoring costs as much again as the aggregate's: it is left out when even the
-        # owner's every live deposit (known once read, per process) would not be few enough.
-        owner_size = _owner_sizes.get((connection.settings_dict["NAME"], request.user_id))
-        if owner_size is not None and time.monotonic() - owner_size[0] > OWNER_SIZE_SECONDS:
-            owner_size = None
-        scoring = owner_size is None or owner_size[1] * share <= SCORE_ALL_MATCHES
-        aggregate_columns = 7 + len(_SIDES)
-        tail = ""
-        read_params: list[object] = []
-        best_params: list[object] = []
-        if scoring:
-            few = f" AND (SELECT {' + '.join(f'agg.l{i}' for i in range(len(_SIDES)))} FROM agg) * %s <= %s"
-            reads, read_params = self._reads(request, [_Part("q.q", [], few, [share, SCORE_ALL_MATCHES])])
-            best, best_params = self._best(request, details)
-            tail = f""",
-cb AS (SELECT bag.id FROM matched bag WHERE bag.in_conflict),
-m AS MATERIALIZED ({reads}
-),
-{best}
-SELECT 0, agg.*, {", ".join(["NULL"] * (5 + (DETAIL_COLUMNS if details else 0)))} FROM agg
-UNION ALL
-SELECT 1, {", ".join(["NULL"] * aggregate_columns)}, best.* FROM best"""
-        else:
-            tail = "\nSELECT 0, agg.* FROM agg"
-        owner_sql = (
-            f"(SELECT coalesce(sum({' + '.join(f'o.live_{p}' for p in POLARITIES)}), 0) "
-            "FROM deposits_scopebag o WHERE o.user_id = %s)"
-            if owner_size is None
-            else "NULL::bigint"
-        )
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
-matched AS MATERIALIZED (
+matched AS (
     SELECT {columns} FROM q, deposits_scopebag bag
     WHERE bag.user_id = %s{facets} AND bag.live_terms @@ q.q
     UNION ALL
@@ -491,42 +375,25 @@ matched AS MATERIALIZED (
         WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.search_vector @@ q.q
           AND {live_sql("d")}
     )
-),
-agg AS MATERIALIZED (
-    SELECT count(*) AS bags,
-           count(*) FILTER (WHERE bag.in_conflict) AS conflicts,
-           count(*) FILTER (WHERE bag.confident) AS confident,
-           coalesce(string_agg(bag.id, ' ') FILTER (WHERE bag.in_conflict), '') AS conflict_ids,
-           (SELECT q.q::text FROM q) AS tsquery,
-           {live},
-           ARRAY(
-               SELECT array_to_string(tsvector_to_array(to_tsvector('{TS_CONFIG}', w)), ' ')
-               FROM unnest(%s::text[]) AS w
-           ) AS lexemes,
-           {owner_sql} AS owner_live
-    FROM matched bag
-){tail}"""
-        params = [
-            query, request.user_id, *facet_values, request.user_id, *facet_values, unknown,
-            *([request.user_id] if owner_size is None else []), *read_params, *best_params,
-        ]  # fmt: skip
+)
+SELECT count(*),
+       count(*) FILTER (WHERE bag.in_conflict),
+       count(*) FILTER (WHERE bag.confident),
+       coalesce(string_agg(bag.id, ' ') FILTER (WHERE bag.in_conflict), ''),
+       (SELECT q.q::text FROM q),
+       {live}
+FROM matched bag
+"""
+        facet_values = list(request.facets.values())
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        (aggregate,) = [row[1 : 1 + aggregate_columns] for row in rows if row[0] == 0]
-        bags, conflicts, confident, conflict_ids, tsquery, *counts, lexemes, owner_live = aggregate
-        _learn_lexemes(unknown, lexemes)
-        if owner_size is None:
-            _learn_owner_size(request.user_id, int(owner_live))
-        matched = _Matched(
+            cursor.execute(sql, [query, request.user_id, *facet_values, request.user_id, *facet_values])
+            bags, conflicts, confident, conflict_ids, tsquery, *counts = cursor.fetchone()
+        return _Matched(
             Aggregates(bag_count=bags, conflict_bag_count=conflicts, confident_bag_count=confident),
             conflict_ids,
             tsquery or "",
-            {side: int(count) for side, count in zip(_SIDES, counts, strict=True)},
+            {side: int(count) for side, count in zip(sides, counts, strict=True)},
         )
-        candidates, read = _candidates([row[1 + aggregate_columns :] for row in rows if row[0] == 1])
-        scored = scoring and bags > 0 and matched.deposits * share <= SCORE_ALL_MATCHES
-        return _FirstRead(matched, scored, candidates, read)
 
     def _score(self) -> str:
         """Text rank × recency decay, as the statement that scores every match has it; one
@@ -603,43 +470,12 @@ agg AS MATERIALIZED (
         classes: dict[str, _Class],
     ) -> None:
         """Read the parts' matches once, and keep the best of each open polarity."""
-        reads, read_params = self._reads(request, parts)
-        open_polarities = [polarity for polarity, entry in classes.items() if entry.open]
-        best, best_params = self._best(request, False, open_polarities)
-        sql = f"""
-WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
-cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
-m AS MATERIALIZED ({reads}
-),
-{best}
-SELECT * FROM best"""
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [query, conflict_bags, *read_params, *best_params])
-            rows = cursor.fetchall()
-        candidates, _ = _candidates(rows)
-        touched = set()
-        kept = {candidate.id for entry in classes.values() for candidate in entry.best}
-        for candidate in candidates:
-            if candidate.id in kept:
-                continue  # a repeater read again by a later window
-            kept.add(candidate.id)
-            classes[candidate.polarity].best.append(candidate)
-            touched.add(candidate.polarity)
-        for polarity in touched:
-            best_of = classes[polarity].best
-            best_of.sort(key=lambda candidate: candidate.order_key)
-            del best_of[request.per_class :]
-
-    def _reads(self, request: SearchRequest, parts: list[_Part]) -> tuple[str, list[object]]:
-        """The parts' matches, each scored, as one UNION (over `q` and the conflict bags `cb`).
-
-        UNION, not UNION ALL: a deposit two parts find (a repeater holding two of the words)
-        must take one place in its class's top N, or the N-th best could be cut off.
-        """
         live = live_sql("d", owner_param=True) + "".join(
             f" AND d.scope_{name} = %s" for name in request.facets
         )
-        sql = "\n    UNION".join(
+        # UNION, not UNION ALL: a deposit two parts find (a repeater holding two of the words)
+        # must take one place in its class's top N, or the N-th best could be cut off.
+        reads = "\n    UNION".join(
             f"""
     SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
            d.bag_id IN (SELECT cb.id FROM cb) AS in_conflict
@@ -647,7 +483,20 @@ SELECT * FROM best"""
     WHERE d.user_id = %s AND {part.column} @@ {part.matches} AND {live}{part.where}"""
             for part in parts
         )
-        params: list[object] = []
+        # The matches are read once; each polarity's best is then a bounded top-N over them, which
+        # costs far less than sorting them all. The conflict bags are sent once.
+        sql = f"""
+WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q),
+cb AS (SELECT unnest(string_to_array(%s, ' ')) AS id),
+m AS MATERIALIZED ({reads}
+)
+SELECT x.id::text, x.bag_id, x.polarity, x.score, x.in_conflict
+FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
+    SELECT m.id, m.bag_id, m.polarity, m.score, m.in_conflict FROM m
+    WHERE m.polarity = c.polarity
+    ORDER BY m.in_conflict DESC, m.score DESC, m.id LIMIT %s
+) x"""
+        params: list[object] = [query, conflict_bags]
         for part in parts:
             params += [
                 request.now,
@@ -657,36 +506,22 @@ SELECT * FROM best"""
                 *request.facets.values(),
                 *part.where_params,
             ]
-        return sql, params
-
-    def _best(
-        self, request: SearchRequest, details: bool, polarities: Sequence[str] = POLARITIES
-    ) -> tuple[str, list[object]]:
-        """CTEs over the matches `m` ending in `best`: each polarity's best `per_class` (a bounded
-        top-N each, which costs far less than sorting them all), and with `details` each chosen
-        hit's detail columns beside it (NULL for the others)."""
-        top = """top AS MATERIALIZED (
-    SELECT x.id, x.bag_id, x.polarity, x.score, x.in_conflict
-    FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
-        SELECT m.id, m.bag_id, m.polarity, m.score, m.in_conflict FROM m
-        WHERE m.polarity = c.polarity
-        ORDER BY m.in_conflict DESC, m.score DESC, m.id LIMIT %s
-    ) x
-)"""
-        params: list[object] = [list(polarities), request.per_class]
-        columns = "top.id::text, top.bag_id, top.polarity, top.score, top.in_conflict"
-        if not details:
-            return f"{top},\nbest AS (SELECT {columns} FROM top)", params
-        places = reserved_places(request.per_class)
-        params += [list(places), list(places.values()), request.per_class, request.per_class]
-        params.append(request.user_id)
-        return (
-            f"""{top},
-{slice_sql("top")},
-det AS MATERIALIZED ({details_sql("ARRAY(SELECT chosen.id FROM chosen)")}),
-best AS (SELECT {columns}, det.* FROM top LEFT JOIN det ON det.id = top.id::text)""",
-            params,
-        )
+        params += [[polarity for polarity, entry in classes.items() if entry.open], request.per_class]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        touched = set()
+        kept = {candidate.id for entry in classes.values() for candidate in entry.best}
+        for deposit_id, bag_id, polarity, score, in_conflict in rows:
+            if deposit_id in kept:
+                continue  # a repeater read again by a later window
+            kept.add(deposit_id)
+            classes[polarity].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
+            touched.add(polarity)
+        for polarity in touched:
+            best = classes[polarity].best
+            best.sort(key=lambda candidate: candidate.order_key)
+            del best[request.per_class :]
 
     def _advance(self, window: _Window, classes: dict[str, _Class], bound: float, per_class: int) -> None:
         """Close the polarities no older match can enter, and choose the next window.

@@ -118,8 +118,7 @@ END
 
 def details_sql(hit_ids: str) -> str:
     """Each hit's deposit row, its bag's counts, the ids it contradicts, its conflict peers and its
-    belief's state (DETAIL_COLUMNS columns); `hit_ids` is an SQL array of the hits' ids, its
-    parameters after the owner's."""
+    belief's state; `hit_ids` is an SQL array of the hits' ids, its parameters after the owner's."""
     deposit = ", ".join(
         f"(h.deposit).{name}::text" if name == "id" else f"(h.deposit).{name}" for name in _DEPOSIT_FIELDS
     )
@@ -129,7 +128,6 @@ FROM {DETAILS_FUNCTION}(%s, {hit_ids}) h
 """
 
 
-DETAIL_COLUMNS = len(_DEPOSIT_FIELDS) + len(_BAG_FIELDS) + 3
 _DETAILS_SQL = details_sql("%s::uuid[]")
 
 
@@ -150,7 +148,7 @@ def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDeta
 
 
 def detail_from_row(row: Sequence[Any]) -> tuple[str, HitDetail]:
-    """A row of `details_sql`'s columns (DETAIL_COLUMNS of them) as (deposit id, its detail)."""
+    """A row of `details_sql`'s columns as (deposit id, its detail)."""
     width = len(_DEPOSIT_FIELDS)
     values = list(row[:width])
     for index, convert in _CONVERTERS:
@@ -208,7 +206,6 @@ def _peers(user_id: str, hits: Iterable[tuple[Deposit, BagStats]]) -> dict[str, 
 
 __all__ = [
     "DETAILS_FUNCTION",
-    "DETAIL_COLUMNS",
     "HitDetail",
     "detail_from_row",
     "details_function_sql",

@@ -197,19 +197,14 @@ def recall(
     """
     words, given = _validated(user_id, query, facets, limit)
     now = now or timezone.now()
-    found = search_backend().search_for_recall(
+    candidates, totals, superseded = search_backend().search(
         SearchRequest(
             user_id=user_id, words=words, now=now, per_class=limit, facets=given,
             include_superseded=include_superseded,
         )
     )  # fmt: skip
-    candidates, totals, superseded = found.candidates, found.aggregates, found.superseded
     chosen = slice_hits(candidates, limit)
-    # The backend may have read the details of the hits it expected the slice to choose.
-    details = {c.id: found.details[c.id] for c in chosen if c.id in found.details}
-    missing = [c.id for c in chosen if c.id not in details]
-    if missing:
-        details.update(hit_details(user_id, missing))
+    details = hit_details(user_id, [c.id for c in chosen])
     beliefs = _hit_beliefs(user_id, details.values(), now)
     hits = [
         SearchResult(

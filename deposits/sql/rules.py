@@ -74,30 +74,3 @@ def superseded_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
 def live_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
     """Neither soft-retracted nor superseded (one %s with `owner_param`: the user_id)."""
     return f"{deposit}.retracted_at IS NULL AND NOT {superseded_sql(deposit, owner_param=owner_param)}"
-
-
-def slice_sql(candidates: str) -> str:
-    """`deposits.domain.recall.slice_hits` over the rows of the CTE `candidates` (id, polarity,
-    score, in_conflict: each polarity's best in recall's order), as three CTEs ending in `chosen`
-    (the ids it picks). Four parameters: the polarities and their reserved places (two arrays,
-    `reserved_places`), then `limit` twice. Pinned to the Python rule by a property test.
-    """
-    order = "c.in_conflict DESC, c.score DESC, c.id"
-    return f"""ranked AS (
-    SELECT c.id, c.polarity,
-           row_number() OVER (PARTITION BY c.polarity ORDER BY {order}) AS place,
-           row_number() OVER (ORDER BY {order}) AS overall
-    FROM {candidates} c
-),
-reserved AS (
-    SELECT r.id, r.overall FROM ranked r
-    JOIN unnest(%s::text[], %s::int[]) AS quota(polarity, places) ON quota.polarity = r.polarity
-    WHERE r.place <= quota.places
-    ORDER BY r.overall LIMIT %s
-),
-chosen AS (
-    SELECT reserved.id FROM reserved
-    UNION ALL
-    (SELECT r.id FROM ranked r WHERE r.id NOT IN (SELECT reserved.id FROM reserved)
-     ORDER BY r.overall LIMIT %s - (SELECT count(*) FROM reserved))
-)"""
