@@ -1,8 +1,9 @@
 """What recall shows of each hit it chose: the deposit's record, its bag's statistics, and its
 conflict peers (the live opposing deposits of its bag, newest first, at most 50).
 
-On PostgreSQL one statement reads all of it, peers included; elsewhere the ORM reads the
-records, edges, bags and peers in four queries. Either way the rules are the domain's:
+On PostgreSQL one call of a function whose plan the connection keeps reads all of it, peers and
+the hits' belief states included; elsewhere the ORM reads the records, edges, bags and peers in
+four queries. Either way the rules are the domain's:
 `peer_polarities` in Python, `dominant_sql` (pinned to it by a test) in SQL.
 """
 
@@ -74,7 +75,7 @@ DETAILS_FUNCTION = "atlaso_hit_details"
 
 
 def details_function_sql() -> str:
-    """The function behind `details_sql`, as the migrations create it (a test holds the two equal)."""
+    """The function `_DETAILS_SQL` calls, as the migrations create it (a test holds the two equal)."""
     bag_columns = ", ".join(
         f"{name} {'timestamptz' if name.startswith('newest') else 'integer'}" for name in _BAG_FIELDS
     )
@@ -106,8 +107,9 @@ BEGIN
            CASE WHEN d.belief_key IS NOT NULL THEN (
                SELECT b.state FROM {Belief._meta.db_table} b WHERE b.user_id = d.user_id AND b.key = d.belief_key
            ) END
-    -- By primary key, driven by the ids: a generic plan would otherwise AND the owner's whole
-    -- user_id index (100,000 entries for the largest owner) with them.
+    -- By primary key, driven by the ids, the owner only a filter (`|| ''` keeps it out of the
+    -- index conditions): a generic plan would otherwise AND the owner's whole user_id index
+    -- (100,000 entries for the largest owner) with them.
     FROM unnest(hit_ids) AS hit(id)
     JOIN deposits_deposit d ON d.id = hit.id
     JOIN deposits_scopebag bag ON bag.id = d.bag_id
@@ -116,19 +118,13 @@ END
 """
 
 
-def details_sql(hit_ids: str) -> str:
-    """Each hit's deposit row, its bag's counts, the ids it contradicts, its conflict peers and its
-    belief's state; `hit_ids` is an SQL array of the hits' ids, its parameters after the owner's."""
-    deposit = ", ".join(
-        f"(h.deposit).{name}::text" if name == "id" else f"(h.deposit).{name}" for name in _DEPOSIT_FIELDS
-    )
-    return f"""
-SELECT {deposit}, {", ".join(f"h.{name}" for name in _BAG_FIELDS)}, h.contradicts, h.peers, h.belief_state
-FROM {DETAILS_FUNCTION}(%s, {hit_ids}) h
+# Each hit's deposit row, its bag's counts, the ids it contradicts, its conflict peers and its
+# belief's state; parameters: the owner, the hits' ids.
+_DETAILS_SQL = f"""
+SELECT {", ".join(f"(h.deposit).{name}::text" if name == "id" else f"(h.deposit).{name}" for name in _DEPOSIT_FIELDS)},
+       {", ".join(f"h.{name}" for name in _BAG_FIELDS)}, h.contradicts, h.peers, h.belief_state
+FROM {DETAILS_FUNCTION}(%s, %s::uuid[]) h
 """
-
-
-_DETAILS_SQL = details_sql("%s::uuid[]")
 
 
 _ID = _DEPOSIT_FIELDS.index("id")
@@ -144,11 +140,11 @@ def _in_one_statement(user_id: str, hit_ids: Sequence[str]) -> dict[str, HitDeta
     with connection.cursor() as cursor:
         cursor.execute(_DETAILS_SQL, [user_id, [uuid.UUID(hit_id) for hit_id in hit_ids]])
         rows = cursor.fetchall()
-    return dict(detail_from_row(row) for row in rows)
+    return dict(_detail_from_row(row) for row in rows)
 
 
-def detail_from_row(row: Sequence[Any]) -> tuple[str, HitDetail]:
-    """A row of `details_sql`'s columns as (deposit id, its detail)."""
+def _detail_from_row(row: Sequence[Any]) -> tuple[str, HitDetail]:
+    """A row of `_DETAILS_SQL` as (deposit id, its detail)."""
     width = len(_DEPOSIT_FIELDS)
     values = list(row[:width])
     for index, convert in _CONVERTERS:
@@ -204,11 +200,4 @@ def _peers(user_id: str, hits: Iterable[tuple[Deposit, BagStats]]) -> dict[str, 
     return peers
 
 
-__all__ = [
-    "DETAILS_FUNCTION",
-    "HitDetail",
-    "detail_from_row",
-    "details_function_sql",
-    "details_sql",
-    "hit_details",
-]
+__all__ = ["DETAILS_FUNCTION", "HitDetail", "details_function_sql", "hit_details"]
