@@ -106,13 +106,27 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> set[s
             texts.append(" ".join(new.texts))
     if connection.vendor != "postgresql":
         return _in_conflict(insert_rows("deposits_scopebag", BAG_COLUMNS, rows, _ON_CONFLICT + _RETURNING))
+    columns, with_texts = (
+        (*BAG_COLUMNS, ("live_terms", "text")),
+        [(*v, t) for v, t in zip(rows, texts, strict=True)],
+    )
+    if all(_text_fits(text) for text in texts):
+        # A bag whose lexemes would outgrow a tsvector is marked by the statement itself
+        # (TERMS_ADD_FUNCTION): one round trip, no savepoint around it.
+        return _in_conflict(
+            insert_rows(
+                "deposits_scopebag", columns, with_texts, _ON_CONFLICT + _ADD_TERMS_GUARDED + _RETURNING,
+                derived={"live_terms": _TERMS_OF_TEXT},
+            )
+        )  # fmt: skip
+    # A text this long could overflow a tsvector on its own, before any bag's lexemes are added.
     try:
         with transaction.atomic():
             return _in_conflict(
                 insert_rows(
                     "deposits_scopebag",
-                    (*BAG_COLUMNS, ("live_terms", "text")),
-                    [(*values, text) for values, text in zip(rows, texts, strict=True)],
+                    columns,
+                    with_texts,
                     _ON_CONFLICT + _ADD_TERMS_ON_CONFLICT + _RETURNING,
                     derived={"live_terms": _TERMS_OF_TEXT},
                 )
@@ -130,12 +144,18 @@ def _in_conflict(returned: Iterable[tuple[str, object]]) -> set[str]:
     return {bag_id for bag_id, conflict in returned if conflict}
 
 
+TERMS_ADD_FUNCTION = "atlaso_terms_add"
 _RETURNING = f" RETURNING id, {in_conflict_stored_sql('deposits_scopebag')}"
 _TERMS_OF_TEXT = f"strip(to_tsvector('{TS_CONFIG}', {{}}))"
 # What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
 _ADD_TERMS_ON_CONFLICT = (
     ", live_terms = CASE WHEN deposits_scopebag.terms_overflow THEN deposits_scopebag.live_terms "
     "ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
+)
+# The same, with a bag whose lexemes would outgrow a tsvector marked instead of failing the write.
+_ADD_TERMS_GUARDED = (
+    ", (live_terms, terms_overflow) = (SELECT t, t IS NULL FROM "
+    f"{TERMS_ADD_FUNCTION}(deposits_scopebag.terms_overflow, deposits_scopebag.live_terms, excluded.live_terms) AS t)"
 )
 _ADD_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
@@ -156,6 +176,34 @@ _REFRESH_ALL_TERMS_SQL = (
 )
 # PostgreSQL's SQLSTATE for "string is too long for tsvector" (a tsvector holds at most 1 MB).
 PROGRAM_LIMIT_EXCEEDED = "54000"
+# A text of at most this many bytes cannot overflow a tsvector by itself: its lexemes are some of
+# its words, lower-cased (which grows a UTF-8 character by at most half) and stemmed.
+_FITTING_TEXT_BYTES = 600_000
+
+
+def terms_add_function_sql() -> str:
+    """A bag's lexemes with a write's added, or NULL once they would outgrow a tsvector (or had):
+    the counts' upsert marks such a bag in the same statement. As deposits/0017 creates it; a
+    test holds the two equal."""
+    return f"""CREATE OR REPLACE FUNCTION {TERMS_ADD_FUNCTION}(overflow boolean, old tsvector, new tsvector)
+RETURNS tsvector LANGUAGE plpgsql IMMUTABLE
+AS $function${_TERMS_ADD_BODY}$function$"""
+
+
+_TERMS_ADD_BODY = """
+BEGIN
+    IF overflow THEN
+        RETURN NULL;
+    END IF;
+    RETURN coalesce(old, ''::tsvector) || new;
+EXCEPTION WHEN program_limit_exceeded THEN
+    RETURN NULL;
+END
+"""
+
+
+def _text_fits(text: str) -> bool:
+    return len(text) * 4 <= _FITTING_TEXT_BYTES or len(text.encode()) <= _FITTING_TEXT_BYTES
 
 
 def _guarded_terms_update(

@@ -386,7 +386,7 @@ def _insert(
 ) -> tuple[set[str], dict[str, Closer], set[str] | None]:
     """Insert the items; returns the bags whose counts changed, which write may have ended each
     one's conflict (the first deposit of the batch that superseded one of its own), and which
-    are in conflict now when that is known without asking again (no supersession recounted)."""
+    are in conflict now when the write only added live deposits (no supersession recounted)."""
     by_bag: dict[str, NewDeposits] = {}
     # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
     # type, so 1 and True (equal as dict keys) could never share an id.

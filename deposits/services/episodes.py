@@ -33,9 +33,14 @@ def episodes_sync(
 
     Runs after the bag counts of the write are updated, in its transaction; the bag rows are
     locked by then, so two writers never open two episodes for one bag. `in_conflict`: which
-    of `bag_ids` are in conflict, when the write already read it from the rows it wrote.
+    of `bag_ids` are in conflict, given only by a write that added live deposits and took none
+    away (no supersession, no retraction), having read it from the rows it wrote.
     """
     ids = set(bag_ids)
+    if in_conflict is not None:
+        # Adding live deposits only adds polarities to a bag: no conflict can end, so only the
+        # bags in conflict now can need an episode (a write to quiet bags asks nothing).
+        ids &= in_conflict
     if not ids:
         return
     if in_conflict is None:

@@ -16,6 +16,9 @@ import psycopg
 from django.db import connection
 
 _EMPTY_JSON_LIST = "[]"
+# COPY takes two round trips (the server must answer the COPY before the rows go), an INSERT one:
+# below this many rows the INSERT's extra work per row costs less than the second trip.
+COPY_MIN_ROWS = 8
 
 
 def _json_text(value: object) -> str:
@@ -78,8 +81,8 @@ def insert_rows(
     """INSERT `rows` (values in `columns` order; each column is (name, PostgreSQL type)).
 
     `suffix` (ON CONFLICT …, RETURNING …) is appended; returned rows come back when it
-    has a RETURNING clause. Without a suffix, PostgreSQL gets the rows through COPY unless
-    `copy` is false (the benchmark's floor is the spec's `unnest` INSERT). `derived`
+    has a RETURNING clause. Without a suffix, PostgreSQL gets COPY_MIN_ROWS rows or more through
+    COPY unless `copy` is false (the benchmark's floor is the spec's `unnest` INSERT). `derived`
     (PostgreSQL only) maps a column to the SQL that computes it from the value sent, `{}`
     standing for that value.
     """
@@ -89,7 +92,13 @@ def insert_rows(
     types = [pg_type for _, pg_type in columns]
     if derived and connection.vendor != "postgresql":
         raise ValueError("derived columns are computed by PostgreSQL only")
-    if connection.vendor == "postgresql" and copy and not suffix and not derived:
+    if (
+        connection.vendor == "postgresql"
+        and copy
+        and not suffix
+        and not derived
+        and len(rows) >= COPY_MIN_ROWS
+    ):
         _copy_rows(table, names, types, rows)
         return []
     if connection.vendor == "postgresql":

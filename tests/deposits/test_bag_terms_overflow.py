@@ -42,3 +42,38 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
     results = recall(user_id="wide", query="marker", limit=3)
     assert results.has_disagreement and results.conflict_bag_count == 1 == results.bag_count
     assert ScopeBag.objects.get(user_id="wide").live_negative == 1
+
+
+def test_the_installed_terms_function_is_the_one_the_code_spells(on_postgres):
+    from django.db import connection
+
+    from deposits.services.bag_counts import TERMS_ADD_FUNCTION, terms_add_function_sql
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [TERMS_ADD_FUNCTION])
+        (installed,) = cursor.fetchone()
+    spelled = terms_add_function_sql()
+    assert (
+        installed == spelled[spelled.index("$function$") + len("$function$") : spelled.rindex("$function$")]
+    )
+
+
+def test_one_batch_whose_words_alone_outgrow_a_tsvector_is_written_and_its_bag_marked(on_postgres):
+    """The write's own text is past the limit before any bag's lexemes are added (the slow path)."""
+    from django.db import connection
+
+    rng = random.Random(11)
+    # 33-character words, ~235 to a deposit: about 1.07 MB of distinct lexemes in one batch.
+    items = [
+        {**claim("positive", f"marker {distinct_words(rng, 235)}", SCOPE), "idempotency_key": f"k{i}"}
+        for i in range(135)
+    ]
+    result = deposit_add_many(bulk=validate_bulk("wide", items), channel="agent-a")
+    assert not result.failed and len(result.committed) == 135
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT terms_overflow, live_terms IS NULL FROM deposits_scopebag WHERE user_id = 'wide'"
+        )
+        assert cursor.fetchone() == (True, True)
+    assert ScopeBag.objects.get(user_id="wide").live_positive == 135
+    assert recall(user_id="wide", query="marker", limit=3).bag_count == 1
