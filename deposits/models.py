@@ -322,6 +322,12 @@ class ConflictEpisode(models.Model):
         indexes = [
             models.Index(fields=["user_id", "ended_at"], name="episode_user_ended"),
             models.Index(fields=["ended_at", "started_at"], name="episode_ended_started"),
+            # The open conflicts oldest first, as the queue lists them and the desk hands them out.
+            models.Index(
+                fields=["started_at", "id"],
+                condition=models.Q(ended_at__isnull=True),
+                name="episode_open_started",
+            ),
         ]
 
     @property
