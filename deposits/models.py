@@ -335,6 +335,28 @@ class ConflictEpisode(models.Model):
         return self.ended_at is None
 
 
+class OwnerTally(models.Model):
+    """One memory owner's live deposits, open conflicts and last write, kept by every write in its
+    own transaction (deposits.services.owners), so the owners list pages by index instead of
+    counting every bag of the deployment. Written last in each write, after the bag rows."""
+
+    user_id = models.CharField(max_length=128, primary_key=True)
+    live_deposits = models.IntegerField(default=0)
+    open_conflicts = models.IntegerField(default=0)
+    last_activity = models.DateTimeField()
+
+    class Meta:
+        # The owners list shows owners holding live deposits, sorted by one of these.
+        indexes = [
+            models.Index(fields=[field], condition=models.Q(live_deposits__gt=0), name=f"owner_{name}")
+            for field, name in (
+                ("last_activity", "activity"),
+                ("live_deposits", "deposits"),
+                ("open_conflicts", "conflicts"),
+            )
+        ]
+
+
 # ---- The review desk: who is on a conflict, what each reviewer skipped, what was resolved ----
 
 

@@ -29,11 +29,11 @@ from deposits.models import (
     SPLIT,
     ConflictEpisode,
     Deposit,
+    OwnerTally,
     RecallLog,
     ScopeBag,
 )
 from deposits.selectors.deposits import deposit_records
-from deposits.sql.rules import directional_sql
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, FieldCounts
 from diagnostics.models import Snapshot
@@ -464,15 +464,17 @@ def calibration() -> Calibration:
 
 
 # The owners list: each sort key and the column it orders by (a leading "-" for descending).
+# The first four are columns of the owners' tallies, indexed; the last two are joined in.
 OWNER_SORTS = {
-    "owner": "o.user_id",
+    "owner": "user_id",
     "deposits": "live_deposits",
-    "fmi": "s.fmi",
     "conflicts": "open_conflicts",
-    "uncertain": "uncertain_beliefs",
     "activity": "last_activity",
+    "fmi": "fmi",
+    "uncertain": "uncertain_beliefs",
 }
 DEFAULT_OWNER_SORT = "-activity"
+_TALLY_SORTS = ("user_id", "live_deposits", "open_conflicts", "last_activity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,67 +491,70 @@ class OwnerRow:
 
 
 def _moment(value: Any) -> datetime | None:
-    """A timestamp from a raw query: SQLite answers text, PostgreSQL a datetime."""
-    if value is None or isinstance(value, datetime):
-        return value
-    moment = parse_datetime(str(value))
+    """A timestamp from a raw query: PostgreSQL answers an aware datetime; SQLite UTC as text, or
+    as a naive datetime for a column read as it is."""
+    moment = value if value is None or isinstance(value, datetime) else parse_datetime(str(value))
     return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def owner_page(
     *, prefix: str = "", sort: str = DEFAULT_OWNER_SORT, limit: int = 50, offset: int = 0
 ) -> Page[OwnerRow]:
-    """Every owner holding live deposits, in one query whatever the number of owners.
+    """Every owner holding live deposits, read from the owners' tallies (kept by the writes).
 
-    The bag rows are read once, grouped by owner (the prefix filters them first); the open
-    conflict episodes, the uncertain beliefs and the latest snapshots (`is_latest`) are joined
-    by hash, not looked up per owner; the total rides along as a window count; sorting and
-    paging happen in SQL. An owner never snapshotted has no FMI and sorts last either way.
+    Sorted by a tally column (the owner, live deposits, open conflicts, last activity), the page
+    is an index walk of the tallies and only its owners' uncertain beliefs and latest snapshots
+    are read: its cost follows the page, not the deployment. Sorted by FMI or uncertain beliefs,
+    every owner's are joined first (by hash, one pass). The total is a count of the tallies. An
+    owner never snapshotted has no FMI and sorts last either way.
     """
     column = OWNER_SORTS.get(sort.removeprefix("-"), "last_activity")
     direction = "DESC" if sort.startswith("-") else "ASC"
     # No FMI sorts last both ways; no uncertain belief is a zero, and sorts as one.
-    nulls = "NULLS LAST" if column == "s.fmi" else ""
+    nulls = "NULLS LAST" if column == "fmi" else ""
     tables = {
-        "bags": ScopeBag._meta.db_table,
-        "episodes": ConflictEpisode._meta.db_table,
+        "tallies": OwnerTally._meta.db_table,
         "beliefs": Belief._meta.db_table,
         "snapshots": Snapshot._meta.db_table,
     }
     # A prefix compared exactly (LIKE would read _ as a wildcard, and SQLite's ignores case).
-    narrow_bags = "WHERE substr(b.user_id, 1, %s) = %s" if prefix else ""
-    narrow = "AND substr(user_id, 1, %s) = %s" if prefix else ""
+    narrow = "AND substr(o.user_id, 1, %s) = %s" if prefix else ""
     narrowing = [len(prefix), prefix] if prefix else []
-    live = f"({directional_sql('b')} + b.live_open)"
-    # Open conflicts are the open episodes (the backlog's rule), a small indexed table: cheaper
-    # than the conflict rule over every bag row.
-    sql = f"""
-        WITH owners AS (
-            SELECT b.user_id AS user_id, SUM({live}) AS live_deposits, MAX(b.updated_at) AS last_activity
-            FROM {tables["bags"]} b {narrow_bags}
-            GROUP BY b.user_id
-            HAVING SUM({live}) > 0
-        ),
-        conflicts AS (
-            SELECT user_id, COUNT(*) AS n FROM {tables["episodes"]} WHERE ended_at IS NULL {narrow}
-            GROUP BY user_id
-        ),
-        uncertain AS (
-            SELECT user_id, COUNT(*) AS n FROM {tables["beliefs"]} WHERE is_uncertain {narrow}
-            GROUP BY user_id
-        )
-        SELECT o.user_id, o.live_deposits, COALESCE(c.n, 0) AS open_conflicts,
-               COALESCE(u.n, 0) AS uncertain_beliefs, o.last_activity, s.fmi, s.taken_at,
-               COUNT(*) OVER () AS total
-        FROM owners o
-        LEFT JOIN conflicts c ON c.user_id = o.user_id
-        LEFT JOIN uncertain u ON u.user_id = o.user_id
-        LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
-        ORDER BY {column} {direction} {nulls}, o.user_id
-        LIMIT %s OFFSET %s
-    """
+    uncertain = f"(SELECT COUNT(*) FROM {tables['beliefs']} b WHERE b.user_id = o.user_id AND b.is_uncertain)"
+    # The total rides along, counted once (it refers to no row of the page).
+    total_sql = (
+        f"(SELECT COUNT(*) FROM {tables['tallies']} t WHERE t.live_deposits > 0 {narrow.replace('o.', 't.')})"
+    )
+    if column in _TALLY_SORTS:
+        sql = f"""
+            SELECT o.user_id, o.live_deposits, o.open_conflicts, {uncertain} AS uncertain_beliefs,
+                   o.last_activity, s.fmi, s.taken_at, {total_sql} AS total
+            FROM (
+                SELECT user_id, live_deposits, open_conflicts, last_activity FROM {tables["tallies"]} o
+                WHERE o.live_deposits > 0 {narrow}
+                ORDER BY o.{column} {direction}, o.user_id
+                LIMIT %s OFFSET %s
+            ) o
+            LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
+            ORDER BY o.{column} {direction}, o.user_id
+        """
+        params = [*narrowing, *narrowing, limit, offset]
+    else:
+        sql = f"""
+            SELECT o.user_id, o.live_deposits, o.open_conflicts, COALESCE(u.n, 0) AS uncertain_beliefs,
+                   o.last_activity, s.fmi, s.taken_at, {total_sql} AS total
+            FROM {tables["tallies"]} o
+            LEFT JOIN (
+                SELECT user_id, COUNT(*) AS n FROM {tables["beliefs"]} WHERE is_uncertain GROUP BY user_id
+            ) u ON u.user_id = o.user_id
+            LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
+            WHERE o.live_deposits > 0 {narrow}
+            ORDER BY {column} {direction} {nulls}, o.user_id
+            LIMIT %s OFFSET %s
+        """
+        params = [*narrowing, *narrowing, limit, offset]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*narrowing, *narrowing, *narrowing, limit, offset])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     items = [
         OwnerRow(

@@ -88,7 +88,9 @@ def search_text(content: str, note: str | None) -> str:
     return f"{content} {note or ''}"
 
 
-def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> set[str]:
+def bags_add_deposits(
+    *, user_id: str, bags: Mapping[str, NewDeposits], now: datetime | None = None
+) -> set[str]:
     """Count new live deposits into their bags, creating bag rows on first use; returns the
     bags now in conflict (read from the rows the upsert wrote, which this write now locks).
 
@@ -96,7 +98,7 @@ def bags_add_deposits(*, user_id: str, bags: Mapping[str, NewDeposits]) -> set[s
     its row, and two batches touching the same bags cannot deadlock. On PostgreSQL the same
     statement adds the deposits' lexemes, so each bag row is written once per write.
     """
-    now = timezone.now()
+    now = now or timezone.now()
     order, rows, texts = [], [], []
     for bag_id in sorted(bags):
         new = bags[bag_id]
@@ -261,16 +263,24 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
     )
 
 
-def bags_recount(bag_ids: Iterable[str], *, user_id: str) -> None:
-    """Recount bags from their deposits after a supersession, retraction or erasure.
+def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None = None) -> int:
+    """Recount bags from their deposits after a supersession, retraction or erasure; returns how
+    many more live deposits they hold than before (for the owner's tally).
 
     The rows are locked first (in id order, so two recounts cannot deadlock); the counting
     query then starts after any concurrent insert into the bag has committed.
     """
     ids = sorted(set(bag_ids))
     if not ids:
-        return
-    list(ScopeBag.objects.select_for_update().filter(id__in=ids).values_list("id", flat=True))
+        return 0
+    live_columns = [f"live_{p}" for p in (*DIRECTIONAL, "open")]
+    before = sum(
+        sum(row)
+        for row in ScopeBag.objects.select_for_update()
+        .filter(id__in=ids)
+        .order_by("id")
+        .values_list(*live_columns)
+    )
     rows = (
         # The owner too: the deposit indexes lead with user_id (a bag holds one owner's deposits).
         Deposit.objects.filter(user_id=user_id, bag_id__in=ids)
@@ -298,7 +308,8 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str) -> None:
                 values[f"newest_{polarity}_at"] = row["newest"]
         if polarity in DIRECTIONAL:
             values[f"kept_{polarity}"] += row["count"]  # type: ignore[operator]
-    now = timezone.now()
+    now = now or timezone.now()
     for bag_id in ids:
         ScopeBag.objects.filter(id=bag_id).update(**fresh[bag_id], updated_at=now)
     bag_terms_refresh(bag_ids=ids)
+    return sum(fresh[bag_id][column] for bag_id in ids for column in live_columns) - before  # type: ignore[misc]

@@ -57,6 +57,7 @@ from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
 from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
 from deposits.services.episodes import Closer, episodes_sync
+from deposits.services.owners import Tally, tally_write
 from deposits.sql.bulk import insert_rows
 
 DEPOSIT_COLUMNS = (
@@ -338,12 +339,13 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
 
 
 def _write_batch(
-    user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime
+    user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime, tally: Tally
 ) -> None:
     """The one write path: targets, keys, deposits, bag counts, edges and beliefs, batched.
 
     Runs inside the caller's transaction; each item ends with an outcome. Items that fail
-    are decided before anything is written, so they leave nothing behind.
+    are decided before anything is written, so they leave nothing behind. What it changes for
+    the owner is added to `tally`, which the caller writes last (`tally_write`).
     """
     targets = _lock_targets(user_id, pending)
     for item in pending:
@@ -357,10 +359,13 @@ def _write_batch(
     _claim_keys(user_id, pending, now)
     fresh = [p for p in pending if p.outcome is None and p.follows is None]
     if fresh:
-        touched, closers, in_conflict = _insert(
+        touched, closers, in_conflict, live = _insert(
             user_id, fresh, channel_name=channel_name, targets=targets, now=now
         )
-        episodes_sync(user_id=user_id, bag_ids=touched, now=now, closers=closers, in_conflict=in_conflict)
+        opened = episodes_sync(
+            user_id=user_id, bag_ids=touched, now=now, closers=closers, in_conflict=in_conflict
+        )
+        tally.touched(now, live=live, conflicts=opened)
         for item in fresh:
             if item.draft.belief is not None and channel is not None:
                 claim = item.draft.belief
@@ -383,10 +388,11 @@ def _insert(
     channel_name: str | None,
     targets: Mapping[str, Deposit],
     now: datetime,
-) -> tuple[set[str], dict[str, Closer], set[str] | None]:
+) -> tuple[set[str], dict[str, Closer], set[str] | None, int]:
     """Insert the items; returns the bags whose counts changed, which write may have ended each
-    one's conflict (the first deposit of the batch that superseded one of its own), and which
-    are in conflict now when the write only added live deposits (no supersession recounted)."""
+    one's conflict (the first deposit of the batch that superseded one of its own), which are in
+    conflict now when the write only added live deposits (no supersession recounted), and how
+    many more live deposits the owner holds."""
     by_bag: dict[str, NewDeposits] = {}
     # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
     # type, so 1 and True (equal as dict keys) could never share an id.
@@ -410,7 +416,7 @@ def _insert(
             channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
         ))  # fmt: skip
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
-    in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag)
+    in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     edges = [
         Contradiction(
@@ -424,13 +430,14 @@ def _insert(
         for raw in dict.fromkeys(item.draft.contradicts)
     ]
     closers: dict[str, Closer] = {}
+    live = len(rows)
     if edges:
         Contradiction.objects.bulk_create(edges)
-        bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id)
+        live += bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id, now=now)
         for edge in edges:
             closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
         in_conflict = None  # the recount may have moved any of these bags
-    return set(by_bag) | set(closers), closers, in_conflict
+    return set(by_bag) | set(closers), closers, in_conflict, live
 
 
 def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:
@@ -453,7 +460,9 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
     item = _Pending(draft=draft, key=key, reason=reason)
     item_time = timezone.now()
     with transaction.atomic():
-        _write_batch(draft.user_id, [item], channel_name=channel, now=item_time)
+        tally = Tally(draft.user_id)
+        _write_batch(draft.user_id, [item], channel_name=channel, now=item_time, tally=tally)
+        tally_write(tally)
         assert item.outcome is not None
         status, value = item.outcome
         if status == "failed":
@@ -517,18 +526,26 @@ def _judged(item: BulkItem) -> _Pending | BulkReject:
 
 
 def _write_bulk(user_id: str, pending: Sequence[_Pending], *, channel: str | None, now: datetime) -> None:
-    """Write the batch at once; on a database error, item by item, each in its own savepoint."""
+    """Write the batch at once; on a database error, item by item, each in its own savepoint.
+
+    The owner's tally is written once, last, with what the savepoints that held added."""
+    written = Tally(user_id)
     try:
         with transaction.atomic():
-            _write_batch(user_id, pending, channel_name=channel, now=now)
+            _write_batch(user_id, pending, channel_name=channel, now=now, tally=written)
     except IntegrityError:
+        written = Tally(user_id)
         for item in pending:
             item.outcome, item.follows = None, None
+            attempt = Tally(user_id)
             try:
                 with transaction.atomic():
-                    _write_batch(user_id, [item], channel_name=channel, now=now)
+                    _write_batch(user_id, [item], channel_name=channel, now=now, tally=attempt)
             except IntegrityError as error:
                 item.fail(AtlasoError(VALIDATION_ERROR, f"the database refused this item: {error}"))
+            else:
+                written.absorb(attempt)
+    tally_write(written)
 
 
 def _bulk_result(
@@ -607,10 +624,14 @@ def deposit_retract(
         # Its idempotency keys stay behind as tombstones (IdempotencyEntry's on_delete).
         row.delete()
         search_backend().forget_erased()
-        bags_recount(affected, user_id=user_id)
+        now = timezone.now()
+        live = bags_recount(affected, user_id=user_id, now=now)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
-        episodes_sync(user_id=user_id, bag_ids=affected, now=timezone.now(), closers=closers)
+        opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers)
         observations_erase(user_id=user_id, deposit_id=str(erased))
+        tally = Tally(user_id)
+        tally.touched(now, live=live, conflicts=opened)
+        tally_write(tally)
     return RetractResult(deposit_id=deposit_id, mode="hard")
 
 
@@ -624,10 +645,13 @@ def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
         revived_bags = set(corrected.values_list("old_deposit__bag_id", flat=True))
         corrected.update(superseding=False)
         bags = sorted({row.bag_id, *revived_bags})
-        bags_recount(bags, user_id=row.user_id)
+        live = bags_recount(bags, user_id=row.user_id, now=now)
         closer = (ConflictEpisode.RETRACTION, row.pk)
-        episodes_sync(user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer})
+        opened = episodes_sync(user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer})
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
+        tally = Tally(row.user_id)
+        tally.touched(now, live=live, conflicts=opened)
+        tally_write(tally)
     preserved = tuple(
         str(i)
         for i in Contradiction.objects.filter(old_deposit=row)

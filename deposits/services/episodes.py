@@ -28,8 +28,9 @@ def episodes_sync(
     now: datetime,
     closers: Mapping[str, Closer] | None = None,
     in_conflict: set[str] | None = None,
-) -> None:
-    """Open an episode for each bag now in conflict without one; close those no longer in conflict.
+) -> int:
+    """Open an episode for each bag now in conflict without one; close those no longer in conflict;
+    returns how many more are open (opened less closed), for the owner's tally.
 
     Runs after the bag counts of the write are updated, in its transaction; the bag rows are
     locked by then, so two writers never open two episodes for one bag. `in_conflict`: which
@@ -42,7 +43,7 @@ def episodes_sync(
         # bags in conflict now can need an episode (a write to quiet bags asks nothing).
         ids &= in_conflict
     if not ids:
-        return
+        return 0
     if in_conflict is None:
         in_conflict = set(ScopeBag.objects.filter(id__in=ids).in_conflict().values_list("id", flat=True))
     open_now = set(
@@ -53,11 +54,13 @@ def episodes_sync(
         ConflictEpisode.objects.bulk_create(
             ConflictEpisode(user_id=user_id, bag_id=bag_id, started_at=now) for bag_id in opening
         )
-    for bag_id in sorted(open_now - in_conflict):
+    closing = sorted(open_now - in_conflict)
+    for bag_id in closing:
         cause, deposit_id = (closers or {}).get(bag_id, (ConflictEpisode.SUPERSESSION, None))
         ConflictEpisode.objects.filter(bag_id=bag_id, ended_at__isnull=True).update(
             ended_at=now, ended_by=cause, ended_by_deposit_id=deposit_id
         )
+    return len(opening) - len(closing)
 
 
 def episodes_open_existing(connection: BaseDatabaseWrapper, *, user_prefix: str = "") -> int:

@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 from deposits.domain import bags as rules
 from deposits.domain.bags import BagStats
 from deposits.domain.types import DIRECTIONAL, POLARITIES
-from deposits.models import ConflictEpisode, Contradiction, Deposit, ScopeBag
+from deposits.models import ConflictEpisode, Contradiction, Deposit, OwnerTally, ScopeBag
 from deposits.search.base import SearchBackend, SearchRequest
 from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
 from deposits.selectors.hits import _in_one_statement, _through_the_orm
 from deposits.selectors.recall import recall
+from deposits.services.deposits import deposit_retract
 from deposits.sql.rules import confident_sql, dominant_sql, holds_live_sql, in_conflict_sql, live_sql
 from tests.deposits.scenario import correct, put, retract
 
@@ -31,12 +32,14 @@ pytestmark = pytest.mark.django_db(transaction=False)
 SCOPES = [{"model": "gpt-5", "dataset": "evals", "env": env} for env in ("a", "b", "c")]
 WORD = "marker"
 
-# An operation: add(polarity, scope), correct(earlier deposit, polarity), or retract(earlier deposit).
+# An operation: add(polarity, scope), correct(earlier deposit, polarity), retract(earlier
+# deposit) or erase(earlier deposit).
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("add"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1)),
         st.tuples(st.just("correct"), st.sampled_from(POLARITIES), st.integers(0, 50)),
         st.tuples(st.just("retract"), st.just(""), st.integers(0, 50)),
+        st.tuples(st.just("erase"), st.just(""), st.integers(0, 50)),
     ),
     min_size=1,
     max_size=14,
@@ -55,6 +58,9 @@ def _write(user: str, ops: list[tuple[str, str, int]]) -> None:
             written.append(correct([target], f"{WORD} correction", polarity=polarity, user=user))
         elif written and kind == "retract":
             retract(written[pick % len(written)], user=user)
+        elif written and kind == "erase":
+            target = written.pop(pick % len(written))
+            deposit_retract(user_id=user, deposit_id=target, mode="hard")
 
 
 def _python_flags(user: str) -> dict[str, dict[str, bool]]:
@@ -69,6 +75,8 @@ def _python_flags(user: str) -> dict[str, dict[str, bool]]:
     live: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(POLARITIES, 0))
     kept: dict[str, set[str]] = defaultdict(set)
     kept_superseded: dict[str, int] = defaultdict(int)
+    for bag in ScopeBag.objects.filter(user_id=user).values_list("id", flat=True):
+        live[bag]  # a bag whose every deposit was erased stays, holding nothing
     for bag, pk, polarity, retracted_at in Deposit.objects.filter(user_id=user).values_list(
         "bag_id", "pk", "polarity", "retracted_at"
     ):
@@ -177,6 +185,14 @@ def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
         ConflictEpisode.objects.filter(user_id=user, ended_at__isnull=True).values_list("bag_id", flat=True)
     )
     assert sorted(open_episodes) == sorted(bag for bag, flags in python.items() if flags["conflict"])
+    # The owner's tally, kept by each write, says what counting everything says.
+    tally = OwnerTally.objects.filter(user_id=user).first()
+    if tally is None:  # nothing was written
+        assert not ScopeBag.objects.filter(user_id=user).exists()
+        return
+    assert tally.live_deposits == Deposit.objects.filter(user_id=user).live().count()
+    assert tally.open_conflicts == sum(flags["conflict"] for flags in python.values())
+    assert tally.last_activity == ScopeBag.objects.filter(user_id=user).latest("updated_at").updated_at
 
 
 # Few distinct times, so that ties between polarities (and missing times) come up often.

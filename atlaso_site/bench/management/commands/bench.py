@@ -469,6 +469,7 @@ class Command(BaseCommand):
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
 
     def _single_add(self, count: int) -> list[dict[str, Any]]:
         _, secret = api_key_create(name="bench", channel_name="bench-loader", tier_name="agent_own")
