@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from deposits.domain.types import DIRECTIONAL, Scope, is_live
@@ -47,7 +48,7 @@ ON CONFLICT (id) DO UPDATE SET
     newest_negative_at = {_newer("newest_negative_at")},
     newest_cautionary_at = {_newer("newest_cautionary_at")},
     last_deposit_at = {_newer("last_deposit_at")},
-    updated_at = excluded.updated_at
+    updated_at = {_newer("updated_at")}
 """
 
 
@@ -310,6 +311,9 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None =
             values[f"kept_{polarity}"] += row["count"]  # type: ignore[operator]
     now = now or timezone.now()
     for bag_id in ids:
-        ScopeBag.objects.filter(id=bag_id).update(**fresh[bag_id], updated_at=now)
+        # Never back in time: a write that took its clock before a concurrent one may commit after it.
+        ScopeBag.objects.filter(id=bag_id).update(
+            **fresh[bag_id], updated_at=Greatest("updated_at", Value(now))
+        )
     bag_terms_refresh(bag_ids=ids)
     return sum(fresh[bag_id][column] for bag_id in ids for column in live_columns) - before  # type: ignore[misc]

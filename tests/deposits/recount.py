@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from deposits.models import Contradiction, Deposit, ScopeBag
+from django.db.models import Max
+
+from deposits.models import ConflictEpisode, Contradiction, Deposit, OwnerTally, ScopeBag
 
 DIRECTIONAL = ("positive", "negative", "cautionary")
 COLUMNS = (
@@ -56,3 +58,28 @@ def assert_bags_match_a_recount() -> None:
     stored = stored_bags()
     assert set(recounted) <= set(stored)
     assert stored == {bag: recounted.get(bag, empty) for bag in stored}
+    assert_tallies_match_a_recount()
+
+
+def assert_tallies_match_a_recount() -> None:
+    """Each owner's tally (live deposits, open conflicts, last write) equals a count of its rows."""
+    live: dict[str, int] = defaultdict(int)
+    for user_id, *counts in ScopeBag.objects.values_list(
+        "user_id", *(f"live_{p}" for p in (*DIRECTIONAL, "open"))
+    ):
+        live[user_id] += sum(counts)
+    conflicts: dict[str, int] = defaultdict(int)
+    for user_id in ConflictEpisode.objects.filter(ended_at__isnull=True).values_list("user_id", flat=True):
+        conflicts[user_id] += 1
+    activity = {
+        row["user_id"]: row["last"]
+        for row in ScopeBag.objects.values("user_id").annotate(last=Max("updated_at"))
+    }
+    tallies = {
+        user_id: (deposits, open_conflicts, last)
+        for user_id, deposits, open_conflicts, last in OwnerTally.objects.values_list(
+            "user_id", "live_deposits", "open_conflicts", "last_activity"
+        )
+    }
+    expected = {user_id: (live[user_id], conflicts[user_id], activity[user_id]) for user_id in activity}
+    assert tallies == expected, (tallies, expected)
