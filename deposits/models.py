@@ -346,15 +346,26 @@ class OwnerTally(models.Model):
     last_activity = models.DateTimeField()
 
     class Meta:
-        # The owners list shows owners holding live deposits, sorted by one of these.
+        # The owners list shows owners holding live deposits, by one of these high or recent first
+        # (the default, and each column's first click), ties by owner: a page is the index's next
+        # rows. The other direction reads the index backwards, each run of ties sorted again.
         indexes = [
-            models.Index(fields=[field], condition=models.Q(live_deposits__gt=0), name=f"owner_{name}")
+            models.Index(fields=[f"-{field}", "user_id"], condition=models.Q(live_deposits__gt=0), name=name)
             for field, name in (
-                ("last_activity", "activity"),
-                ("live_deposits", "deposits"),
-                ("open_conflicts", "conflicts"),
+                ("last_activity", "owner_recent"),
+                ("live_deposits", "owner_largest"),
+                ("open_conflicts", "owner_most_conflicts"),
             )
         ]
+
+
+class DeploymentTally(models.Model):
+    """How many owners hold live deposits: one row, changed only by a write that gives an owner
+    its first live deposit or takes its last (`deposits.services.owners.tally_write`), so the
+    owners list's total is one row read, not a count of every owner."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    owners = models.IntegerField(default=0)
 
 
 # ---- The review desk: who is on a conflict, what each reviewer skipped, what was resolved ----

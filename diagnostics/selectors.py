@@ -28,6 +28,7 @@ from deposits.models import (
     NOT_THIN,
     SPLIT,
     ConflictEpisode,
+    DeploymentTally,
     Deposit,
     OwnerTally,
     RecallLog,
@@ -514,6 +515,7 @@ def owner_page(
     nulls = "NULLS LAST" if column == "fmi" else ""
     tables = {
         "tallies": OwnerTally._meta.db_table,
+        "deployment": DeploymentTally._meta.db_table,
         "beliefs": Belief._meta.db_table,
         "snapshots": Snapshot._meta.db_table,
     }
@@ -521,21 +523,26 @@ def owner_page(
     narrow = "AND substr(o.user_id, 1, %s) = %s" if prefix else ""
     narrowing = [len(prefix), prefix] if prefix else []
     uncertain = f"(SELECT COUNT(*) FROM {tables['beliefs']} b WHERE b.user_id = o.user_id AND b.is_uncertain)"
-    # The total rides along, counted once (it refers to no row of the page).
+    # The total rides along, read once (it refers to no row of the page): the deployment's count
+    # of owners holding live deposits, or with a prefix the matching tallies counted.
     total_sql = (
         f"(SELECT COUNT(*) FROM {tables['tallies']} t WHERE t.live_deposits > 0 {narrow.replace('o.', 't.')})"
+        if prefix
+        else f"(SELECT d.owners FROM {tables['deployment']} d WHERE d.id = 1)"
     )
     if column in _TALLY_SORTS:
+        # The page's owners' latest snapshots by index, one each (joined by hash, every owner's
+        # latest snapshot was read: 9.5 ms of 26.6 at 50,000 owners).
+        latest = f"FROM {tables['snapshots']} s WHERE s.user_id = o.user_id AND s.is_latest"
         sql = f"""
             SELECT o.user_id, o.live_deposits, o.open_conflicts, {uncertain} AS uncertain_beliefs,
-                   o.last_activity, s.fmi, s.taken_at, {total_sql} AS total
+                   o.last_activity, (SELECT s.fmi {latest}), (SELECT s.taken_at {latest}), {total_sql} AS total
             FROM (
                 SELECT user_id, live_deposits, open_conflicts, last_activity FROM {tables["tallies"]} o
                 WHERE o.live_deposits > 0 {narrow}
                 ORDER BY o.{column} {direction}, o.user_id
                 LIMIT %s OFFSET %s
             ) o
-            LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
             ORDER BY o.{column} {direction}, o.user_id
         """
         params = [*narrowing, *narrowing, limit, offset]
@@ -569,7 +576,7 @@ def owner_page(
         for user_id, deposits, conflicts, uncertain, activity, fmi, taken_at, _ in rows
     ]
     if rows:
-        total = rows[0][-1]
+        total = rows[0][-1] or 0
     elif offset == 0:
         total = 0
     else:  # past the end: the page is empty, so count the owners on their own

@@ -1,13 +1,7 @@
 """Each owner's tally (live deposits, open conflicts, last write), kept by the writes from now
-on and counted here once from the bags and open episodes already written."""
+on; 0020 counts the ones already written."""
 
 from django.db import migrations, models
-
-
-def count_existing(apps, schema_editor):
-    from deposits.services.owners import owner_tallies_rebuild
-
-    owner_tallies_rebuild()
 
 
 class Migration(migrations.Migration):
@@ -29,5 +23,4 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(condition=models.Q(('live_deposits__gt', 0)), fields=['last_activity'], name='owner_activity'), models.Index(condition=models.Q(('live_deposits__gt', 0)), fields=['live_deposits'], name='owner_deposits'), models.Index(condition=models.Q(('live_deposits__gt', 0)), fields=['open_conflicts'], name='owner_conflicts')],
             },
         ),
-        migrations.RunPython(count_existing, migrations.RunPython.noop),
     ]

@@ -13,10 +13,11 @@ from datetime import datetime
 
 from django.db import connection
 
-from deposits.models import ConflictEpisode, OwnerTally, ScopeBag
+from deposits.models import ConflictEpisode, DeploymentTally, OwnerTally, ScopeBag
 from deposits.sql.rules import directional_sql
 
 TALLY = OwnerTally._meta.db_table
+DEPLOYMENT = DeploymentTally._meta.db_table
 
 
 @dataclass
@@ -46,11 +47,18 @@ ON CONFLICT (user_id) DO UPDATE SET
     open_conflicts = {TALLY}.open_conflicts + excluded.open_conflicts,
     last_activity = CASE WHEN excluded.last_activity > {TALLY}.last_activity
                          THEN excluded.last_activity ELSE {TALLY}.last_activity END
+RETURNING live_deposits
+"""
+# Written only when an owner gains its first live deposit or loses its last one.
+_OWNERS = f"""
+INSERT INTO {DEPLOYMENT} (id, owners) VALUES (1, %s)
+ON CONFLICT (id) DO UPDATE SET owners = {DEPLOYMENT}.owners + excluded.owners
 """
 
 
 def tally_write(tally: Tally) -> None:
-    """Apply a write's changes to its owner's row (creating it at the owner's first write)."""
+    """Apply a write's changes to its owner's row (creating it at the owner's first write), and
+    to the deployment's count of owners when the owner starts or stops holding live deposits."""
     if tally.activity is None:
         return
     with connection.cursor() as cursor:
@@ -63,11 +71,15 @@ def tally_write(tally: Tally) -> None:
                 connection.ops.adapt_datetimefield_value(tally.activity),
             ],
         )
+        (live,) = cursor.fetchone()
+        if (live > 0) != (live - tally.live > 0):
+            cursor.execute(_OWNERS, [1 if live > 0 else -1])
 
 
 def owner_tallies_rebuild(*, user_prefix: str = "") -> int:
     """Count the tallies afresh from the bags and the open episodes (the migration that made
-    them, the bench loader that writes beside the services); returns the owners counted."""
+    them, the bench loader that writes beside the services), and the owners holding live
+    deposits; returns the owners counted."""
     mine = "substr(user_id, 1, %s) = %s"
     narrowing = [len(user_prefix), user_prefix]
     bags, episodes = ScopeBag._meta.db_table, ConflictEpisode._meta.db_table
@@ -90,4 +102,10 @@ LEFT JOIN (
 """,
             narrowing * 2,
         )
-        return cursor.rowcount
+        counted = cursor.rowcount
+        cursor.execute(
+            f"INSERT INTO {DEPLOYMENT} (id, owners) "
+            f"SELECT 1, COUNT(*) FROM {TALLY} WHERE live_deposits > 0 "
+            "ON CONFLICT (id) DO UPDATE SET owners = excluded.owners"
+        )
+    return counted

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Max
 
-from deposits.models import ConflictEpisode, Contradiction, Deposit, OwnerTally, ScopeBag
+from deposits.models import ConflictEpisode, Contradiction, DeploymentTally, Deposit, OwnerTally, ScopeBag
 
 DIRECTIONAL = ("positive", "negative", "cautionary")
 COLUMNS = (
@@ -83,3 +83,5 @@ def assert_tallies_match_a_recount() -> None:
     }
     expected = {user_id: (live[user_id], conflicts[user_id], activity[user_id]) for user_id in activity}
     assert tallies == expected, (tallies, expected)
+    holding = DeploymentTally.objects.filter(id=1).values_list("owners", flat=True).first() or 0
+    assert holding == sum(deposits > 0 for deposits, _, _ in tallies.values())
