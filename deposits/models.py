@@ -360,12 +360,14 @@ class OwnerTally(models.Model):
 
 
 class DeploymentTally(models.Model):
-    """How many owners hold live deposits: one row, changed only by a write that gives an owner
-    its first live deposit or takes its last (`deposits.services.owners.tally_write`), so the
-    owners list's total is one row read, not a count of every owner."""
+    """How many owners hold live deposits and how many conflicts are open: one row, changed only
+    by a write that gives an owner its first live deposit or takes its last, or opens or ends a
+    conflict (`deposits.services.owners.tally_write`), so the owners list, the queue, the desk and
+    the overview read their totals from one row, not by counting the deployment."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     owners = models.IntegerField(default=0)
+    open_conflicts = models.IntegerField(default=0)
 
 
 # ---- The review desk: who is on a conflict, what each reviewer skipped, what was resolved ----

@@ -35,6 +35,7 @@ from deposits.models import (
     ScopeBag,
 )
 from deposits.selectors.deposits import deposit_records
+from deposits.selectors.owners import open_conflicts_now
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, FieldCounts
 from diagnostics.models import Snapshot
@@ -207,7 +208,10 @@ def backlog(*, user_id: str | None = None, days: int = 30, now: datetime | None 
     episodes = (
         ConflictEpisode.objects.all() if user_id is None else ConflictEpisode.objects.filter(user_id=user_id)
     )
-    waiting = episodes.filter(ended_at__isnull=True).aggregate(n=Count("id"), oldest=Min("started_at"))
+    if user_id is None:
+        waiting = dict(zip(("n", "oldest"), open_conflicts_now(), strict=True))
+    else:
+        waiting = episodes.filter(ended_at__isnull=True).aggregate(n=Count("id"), oldest=Min("started_at"))
     spans = episodes.filter(ended_at__gt=now - timedelta(days=days)).values_list("started_at", "ended_at")
     hours = [(ended - started).total_seconds() / 3600 for started, ended in spans]
     return Backlog(

@@ -37,16 +37,24 @@ class Page[T]:
 
 
 def page_of[T](
-    rows: Any, *, limit: int, offset: int, convert: Callable[[list[Any]], Sequence[T]] = list
+    rows: Any,
+    *,
+    limit: int,
+    offset: int,
+    convert: Callable[[list[Any]], Sequence[T]] = list,
+    counted: Callable[[], int] | None = None,
 ) -> Page[T]:
     """One page of `rows` (an ordered queryset, or any sequence) with the size of the whole.
 
     The slice is read first: a first page that is not full is the whole list, so it is not
-    counted again. `convert` turns the page's rows into its items (records, verdicts…).
+    counted again. `convert` turns the page's rows into its items (records, verdicts…);
+    `counted`, when given, says the size of the whole without counting the rows.
     """
     rows_here = list(rows[offset : offset + limit])
     if offset == 0 and len(rows_here) < limit:
         total = len(rows_here)
+    elif counted is not None:
+        total = counted()
     else:
         total = (
             rows.count()

@@ -1,5 +1,5 @@
 """Each owner's tally (live deposits, open conflicts, last write), kept by the writes from now
-on; 0020 counts the ones already written."""
+on; 0021 counts the ones already written."""
 
 from django.db import migrations, models
 

@@ -1,13 +1,7 @@
 """The owners' tallies indexed in the owners list's order, and the deployment's count of owners
-holding live deposits, counted here once."""
+holding live deposits (0021 counts the tallies and the deployment's counts once)."""
 
 from django.db import migrations, models
-
-
-def count_owners(apps, schema_editor):
-    from deposits.services.owners import owner_tallies_rebuild
-
-    owner_tallies_rebuild()
 
 
 class Migration(migrations.Migration):
@@ -48,5 +42,4 @@ class Migration(migrations.Migration):
             model_name='ownertally',
             index=models.Index(condition=models.Q(('live_deposits__gt', 0)), fields=['-open_conflicts', 'user_id'], name='owner_most_conflicts'),
         ),
-        migrations.RunPython(count_owners, migrations.RunPython.noop),
     ]

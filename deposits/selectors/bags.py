@@ -18,6 +18,7 @@ from deposits.domain.types import DIRECTIONAL, FACETS, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.selectors.deposits import deposit_records
+from deposits.selectors.owners import deployment_tally
 
 MAX_BAG_DEPOSITS = 500
 
@@ -216,7 +217,15 @@ def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) 
     episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
-    return page_of(episodes.order_by("started_at", "id"), limit=limit, offset=offset, convert=_queue_items)
+    # Unfiltered, the number open is the deployment's count the writes keep, not a count of them.
+    counted = None if owner_prefix else lambda: deployment_tally().open_conflicts
+    return page_of(
+        episodes.order_by("started_at", "id"),
+        limit=limit,
+        offset=offset,
+        convert=_queue_items,
+        counted=counted,
+    )
 
 
 def queue_item(*, user_id: str, bag_id: str) -> QueueItem:

@@ -14,6 +14,7 @@ from atlaso_site.lib.paging import Page, page_of
 from deposits.domain.review import minutes_left
 from deposits.models import ConflictEpisode, Resolution, ReviewClaim, ReviewSkip, ScopeBag
 from deposits.selectors.bags import Bag
+from deposits.selectors.owners import open_conflicts_now
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,9 @@ def desk_progress(*, reviewer: str, owner_prefix: str = "", now: datetime | None
     episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
-    open_now = episodes.aggregate(left=Count("id"), oldest=Min("started_at"))
+        open_now = episodes.aggregate(left=Count("id"), oldest=Min("started_at"))
+    else:
+        open_now = dict(zip(("left", "oldest"), open_conflicts_now(), strict=True))
     held = ReviewClaim.objects.filter(expires_at__gt=at, bag_id__in=episodes.values("bag_id")).exclude(
         reviewer=reviewer
     )

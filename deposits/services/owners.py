@@ -49,16 +49,19 @@ ON CONFLICT (user_id) DO UPDATE SET
                          THEN excluded.last_activity ELSE {TALLY}.last_activity END
 RETURNING live_deposits
 """
-# Written only when an owner gains its first live deposit or loses its last one.
-_OWNERS = f"""
-INSERT INTO {DEPLOYMENT} (id, owners) VALUES (1, %s)
-ON CONFLICT (id) DO UPDATE SET owners = {DEPLOYMENT}.owners + excluded.owners
+# Written only when an owner gains its first live deposit or loses its last, or a conflict
+# opens or ends.
+_DEPLOYMENT = f"""
+INSERT INTO {DEPLOYMENT} (id, owners, open_conflicts) VALUES (1, %s, %s)
+ON CONFLICT (id) DO UPDATE SET owners = {DEPLOYMENT}.owners + excluded.owners,
+                               open_conflicts = {DEPLOYMENT}.open_conflicts + excluded.open_conflicts
 """
 
 
 def tally_write(tally: Tally) -> None:
     """Apply a write's changes to its owner's row (creating it at the owner's first write), and
-    to the deployment's count of owners when the owner starts or stops holding live deposits."""
+    to the deployment's counts when the owner starts or stops holding live deposits or a
+    conflict opens or ends (the deployment's row is the last one the write locks)."""
     if tally.activity is None:
         return
     with connection.cursor() as cursor:
@@ -72,14 +75,15 @@ def tally_write(tally: Tally) -> None:
             ],
         )
         (live,) = cursor.fetchone()
-        if (live > 0) != (live - tally.live > 0):
-            cursor.execute(_OWNERS, [1 if live > 0 else -1])
+        owners = 0 if (live > 0) == (live - tally.live > 0) else 1 if live > 0 else -1
+        if owners or tally.conflicts:
+            cursor.execute(_DEPLOYMENT, [owners, tally.conflicts])
 
 
 def owner_tallies_rebuild(*, user_prefix: str = "") -> int:
     """Count the tallies afresh from the bags and the open episodes (the migration that made
-    them, the bench loader that writes beside the services), and the owners holding live
-    deposits; returns the owners counted."""
+    them, the bench loader that writes beside the services), and the deployment's counts;
+    returns the owners counted."""
     mine = "substr(user_id, 1, %s) = %s"
     narrowing = [len(user_prefix), user_prefix]
     bags, episodes = ScopeBag._meta.db_table, ConflictEpisode._meta.db_table
@@ -104,8 +108,9 @@ LEFT JOIN (
         )
         counted = cursor.rowcount
         cursor.execute(
-            f"INSERT INTO {DEPLOYMENT} (id, owners) "
-            f"SELECT 1, COUNT(*) FROM {TALLY} WHERE live_deposits > 0 "
-            "ON CONFLICT (id) DO UPDATE SET owners = excluded.owners"
+            f"INSERT INTO {DEPLOYMENT} (id, owners, open_conflicts) "
+            f"SELECT 1, (SELECT COUNT(*) FROM {TALLY} WHERE live_deposits > 0), "
+            f"(SELECT COUNT(*) FROM {episodes} WHERE ended_at IS NULL) "
+            "ON CONFLICT (id) DO UPDATE SET owners = excluded.owners, open_conflicts = excluded.open_conflicts"
         )
     return counted

@@ -83,5 +83,11 @@ def assert_tallies_match_a_recount() -> None:
     }
     expected = {user_id: (live[user_id], conflicts[user_id], activity[user_id]) for user_id in activity}
     assert tallies == expected, (tallies, expected)
-    holding = DeploymentTally.objects.filter(id=1).values_list("owners", flat=True).first() or 0
-    assert holding == sum(deposits > 0 for deposits, _, _ in tallies.values())
+    deployment = DeploymentTally.objects.filter(id=1).values_list("owners", "open_conflicts").first() or (
+        0,
+        0,
+    )
+    assert deployment == (
+        sum(deposits > 0 for deposits, _, _ in tallies.values()),
+        ConflictEpisode.objects.filter(ended_at__isnull=True).count(),
+    )

@@ -1,0 +1,35 @@
+"""The deployment's counts the writes keep (`deposits.services.owners`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Subquery
+
+from deposits.models import ConflictEpisode, DeploymentTally
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    owners: int  # holding live deposits
+    open_conflicts: int
+
+
+def deployment_tally() -> Deployment:
+    """One row read; zeros before the first write."""
+    row = DeploymentTally.objects.filter(id=1).values_list("owners", "open_conflicts").first()
+    return Deployment(*row) if row is not None else Deployment(0, 0)
+
+
+def open_conflicts_now() -> tuple[int, datetime | None]:
+    """How many conflicts are open in the deployment, and since when the oldest: one query, the
+    count the writes keep and the oldest by the open conflicts' index."""
+    oldest = ConflictEpisode.objects.filter(ended_at__isnull=True).order_by("started_at", "id")
+    row = (
+        DeploymentTally.objects.filter(id=1)
+        .annotate(oldest=Subquery(oldest.values("started_at")[:1]))
+        .values_list("open_conflicts", "oldest")
+        .first()
+    )
+    return (0, None) if row is None else row
