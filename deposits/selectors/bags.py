@@ -18,7 +18,7 @@ from deposits.domain.types import DIRECTIONAL, FACETS, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.models import ConflictEpisode, Deposit, ScopeBag
 from deposits.selectors.deposits import deposit_records
-from deposits.selectors.owners import deployment_tally
+from deposits.selectors.owners import open_conflict_count
 
 MAX_BAG_DEPOSITS = 500
 
@@ -218,7 +218,7 @@ def conflict_queue(*, owner_prefix: str = "", limit: int = 20, offset: int = 0) 
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
     # Unfiltered, the number open is the deployment's count the writes keep, not a count of them.
-    counted = None if owner_prefix else lambda: deployment_tally().open_conflicts
+    counted = None if owner_prefix else open_conflict_count
     return page_of(
         episodes.order_by("started_at", "id"),
         limit=limit,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Subquery
@@ -10,16 +9,9 @@ from django.db.models import Subquery
 from deposits.models import ConflictEpisode, DeploymentTally
 
 
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    owners: int  # holding live deposits
-    open_conflicts: int
-
-
-def deployment_tally() -> Deployment:
-    """One row read; zeros before the first write."""
-    row = DeploymentTally.objects.filter(id=1).values_list("owners", "open_conflicts").first()
-    return Deployment(*row) if row is not None else Deployment(0, 0)
+def open_conflict_count() -> int:
+    """How many conflicts are open in the deployment: one row read (none before the first write)."""
+    return DeploymentTally.objects.filter(id=1).values_list("open_conflicts", flat=True).first() or 0
 
 
 def open_conflicts_now() -> tuple[int, datetime | None]:

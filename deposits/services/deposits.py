@@ -629,9 +629,7 @@ def deposit_retract(
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
         opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers)
         observations_erase(user_id=user_id, deposit_id=str(erased))
-        tally = Tally(user_id)
-        tally.touched(now, live=live, conflicts=opened)
-        tally_write(tally)
+        tally_write(Tally(user_id, live=live, conflicts=opened, activity=now))
     return RetractResult(deposit_id=deposit_id, mode="hard")
 
 
@@ -649,9 +647,7 @@ def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
         closer = (ConflictEpisode.RETRACTION, row.pk)
         opened = episodes_sync(user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer})
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
-        tally = Tally(row.user_id)
-        tally.touched(now, live=live, conflicts=opened)
-        tally_write(tally)
+        tally_write(Tally(row.user_id, live=live, conflicts=opened, activity=now))
     preserved = tuple(
         str(i)
         for i in Contradiction.objects.filter(old_deposit=row)
