@@ -473,9 +473,11 @@ FROM matched bag
         live = live_sql("d", owner_param=True) + "".join(
             f" AND d.scope_{name} = %s" for name in request.facets
         )
-        # UNION, not UNION ALL: a deposit two parts find (a repeater holding two of the words)
-        # must take one place in its class's top N, or the N-th best could be cut off.
-        reads = "\n    UNION".join(
+        # UNION ALL: a deposit two parts find (a repeater holding two of the words) comes once
+        # per part, identical, so each polarity reads its first N × parts rows, which hold its N
+        # best deposits, and the copies are dropped below. Removing them in SQL (UNION) hashed
+        # every match: up to 5 ms of a 34 ms read.
+        reads = "\n    UNION ALL".join(
             f"""
     SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
            d.bag_id IN (SELECT cb.id FROM cb) AS in_conflict
@@ -506,7 +508,10 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
                 *request.facets.values(),
                 *part.where_params,
             ]
-        params += [[polarity for polarity, entry in classes.items() if entry.open], request.per_class]
+        params += [
+            [polarity for polarity, entry in classes.items() if entry.open],
+            request.per_class * len(parts),
+        ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
@@ -514,7 +519,7 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
         kept = {candidate.id for entry in classes.values() for candidate in entry.best}
         for deposit_id, bag_id, polarity, score, in_conflict in rows:
             if deposit_id in kept:
-                continue  # a repeater read again by a later window
+                continue  # a copy from another part, or a repeater read again by a later window
             kept.add(deposit_id)
             classes[polarity].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
             touched.add(polarity)
