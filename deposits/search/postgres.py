@@ -264,6 +264,30 @@ def _tight(
     return [lexeme for lexeme in walked if share_of.get(lexeme, floor) * expected_matches <= REPEAT_MATCHES]
 
 
+# Whether a bag whose lexemes outgrew a tsvector holds a live match, asked of its deposits. A
+# function, not the statement's own EXISTS: the aggregate is planned on every recall, and planning
+# that subquery (a join to the edges for `live`) cost 0.9 of its 1.1 ms, for bags few owners have.
+OVERFLOW_MATCH_FUNCTION = "atlaso_overflow_bag_matches"
+
+
+def overflow_match_function_sql() -> str:
+    """The function the aggregate calls, as the migrations create it (a test holds the two equal)."""
+    return f"""CREATE OR REPLACE FUNCTION {OVERFLOW_MATCH_FUNCTION}(owner text, bag text, query tsquery)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $function${_OVERFLOW_MATCH_BODY}$function$"""
+
+
+_OVERFLOW_MATCH_BODY = f"""
+BEGIN
+    RETURN EXISTS (
+        SELECT 1 FROM deposits_deposit d
+        WHERE d.user_id = owner AND d.bag_id = bag AND d.search_vector @@ query AND {live_sql("d")}
+    );
+END
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class _Matched:
     aggregates: Aggregates
@@ -370,11 +394,8 @@ matched AS (
     UNION ALL
     -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
     SELECT {columns} FROM q, deposits_scopebag bag
-    WHERE bag.user_id = %s{facets} AND bag.terms_overflow AND EXISTS (
-        SELECT 1 FROM deposits_deposit d
-        WHERE d.user_id = bag.user_id AND d.bag_id = bag.id AND d.search_vector @@ q.q
-          AND {live_sql("d")}
-    )
+    WHERE bag.user_id = %s{facets} AND bag.terms_overflow
+      AND {OVERFLOW_MATCH_FUNCTION}(bag.user_id, bag.id, q.q)
 )
 SELECT count(*),
        count(*) FILTER (WHERE bag.in_conflict),

@@ -44,6 +44,38 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
     assert ScopeBag.objects.get(user_id="wide").live_negative == 1
 
 
+
+def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres):
+    """The bag keeps no lexemes, so recall asks its deposits: a word only a retracted one held, or
+    one a correction superseded, no longer finds it."""
+    from deposits.services.deposits import deposit_retract
+
+    rng = random.Random(9)
+    items = [
+        {**claim("positive", f"marker {distinct_words(rng, 220)}", SCOPE), "idempotency_key": f"k{i}"}
+        for i in range(160)
+    ]
+    for start in range(0, len(items), 40):
+        assert not deposit_add_many(bulk=validate_bulk("wide", items[start : start + 40]), channel="agent-a").failed
+    retracted = deposit_add(draft=validate_deposit("wide", claim("positive", "walrus", SCOPE)), channel="agent-a")
+    old = deposit_add(draft=validate_deposit("wide", claim("positive", "narwhal", SCOPE)), channel="agent-a")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT terms_overflow FROM deposits_scopebag WHERE user_id = 'wide'")
+        assert cursor.fetchone() == (True,)
+    assert recall(user_id="wide", query="walrus").bag_count == 1
+    assert recall(user_id="wide", query="narwhal").bag_count == 1
+
+    deposit_retract(user_id="wide", deposit_id=retracted.deposit.id, reason="misheard")
+    deposit_add(
+        draft=validate_deposit("wide", {**claim("positive", "beluga", SCOPE), "contradicts": [old.deposit.id]}),
+        channel="agent-a",
+    )
+    assert recall(user_id="wide", query="walrus").bag_count == 0
+    assert recall(user_id="wide", query="narwhal").bag_count == 0
+    assert recall(user_id="wide", query="beluga marker").bag_count == 1
+
 def test_the_installed_terms_function_is_the_one_the_code_spells(on_postgres):
     from django.db import connection
 
@@ -77,3 +109,18 @@ def test_one_batch_whose_words_alone_outgrow_a_tsvector_is_written_and_its_bag_m
         assert cursor.fetchone() == (True, True)
     assert ScopeBag.objects.get(user_id="wide").live_positive == 135
     assert recall(user_id="wide", query="marker", limit=3).bag_count == 1
+
+
+def test_the_installed_overflow_match_function_is_the_one_the_code_spells(on_postgres):
+    """A change to `live` (which the function spells) needs a migration too."""
+    from django.db import connection
+
+    from deposits.search.postgres import OVERFLOW_MATCH_FUNCTION, overflow_match_function_sql
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [OVERFLOW_MATCH_FUNCTION])
+        (installed,) = cursor.fetchone()
+    spelled = overflow_match_function_sql()
+    assert (
+        installed == spelled[spelled.index("$function$") + len("$function$") : spelled.rindex("$function$")]
+    )
