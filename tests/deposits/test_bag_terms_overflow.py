@@ -44,7 +44,6 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
     assert ScopeBag.objects.get(user_id="wide").live_negative == 1
 
 
-
 def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres):
     """The bag keeps no lexemes, so recall asks its deposits: a word only a retracted one held, or
     one a correction superseded, no longer finds it."""
@@ -56,8 +55,12 @@ def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres
         for i in range(160)
     ]
     for start in range(0, len(items), 40):
-        assert not deposit_add_many(bulk=validate_bulk("wide", items[start : start + 40]), channel="agent-a").failed
-    retracted = deposit_add(draft=validate_deposit("wide", claim("positive", "walrus", SCOPE)), channel="agent-a")
+        assert not deposit_add_many(
+            bulk=validate_bulk("wide", items[start : start + 40]), channel="agent-a"
+        ).failed
+    retracted = deposit_add(
+        draft=validate_deposit("wide", claim("positive", "walrus", SCOPE)), channel="agent-a"
+    )
     old = deposit_add(draft=validate_deposit("wide", claim("positive", "narwhal", SCOPE)), channel="agent-a")
     from django.db import connection
 
@@ -69,12 +72,15 @@ def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres
 
     deposit_retract(user_id="wide", deposit_id=retracted.deposit.id, reason="misheard")
     deposit_add(
-        draft=validate_deposit("wide", {**claim("positive", "beluga", SCOPE), "contradicts": [old.deposit.id]}),
+        draft=validate_deposit(
+            "wide", {**claim("positive", "beluga", SCOPE), "contradicts": [old.deposit.id]}
+        ),
         channel="agent-a",
     )
     assert recall(user_id="wide", query="walrus").bag_count == 0
     assert recall(user_id="wide", query="narwhal").bag_count == 0
     assert recall(user_id="wide", query="beluga marker").bag_count == 1
+
 
 def test_the_installed_terms_function_is_the_one_the_code_spells(on_postgres):
     from django.db import connection
