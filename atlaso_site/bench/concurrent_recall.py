@@ -1,10 +1,11 @@
 """`bench --concurrent`: recall through gunicorn as production serves it, from several clients.
 
-A gunicorn with `workers` processes (the gthread workers and threads `make run` uses) is started
-on a free port against the configured database; each client thread keeps one connection and
-sends the bench's queries in turn to `GET /users/{owner}/recall` for the given seconds. The
-run's API key is revoked and its recall log rows deleted afterwards, so the store's diagnostics
-are as before.
+The gunicorn `make run` and production start (`atlaso_site.serve`'s web command: gevent's
+worker, bounded against slow clients, `WEB_THREADS` requests at once per worker, each with a
+connection from its pool) is started with `workers` processes on a free port against the
+configured database; each client thread keeps one connection and sends the bench's queries in
+turn to `GET /users/{owner}/recall` for the given seconds. The run's API key is revoked and its
+recall log rows deleted afterwards, so the store's diagnostics are as before.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from atlaso_site import serve
 from atlaso_site.bench.management.commands.loadtest import Connection
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.models import RecallLog
@@ -56,11 +57,10 @@ def _free_port() -> int:
 def gunicorn(workers: int) -> Iterator[str]:
     """A gunicorn serving this project on a free local port; its base URL while it runs."""
     port = _free_port()
-    command = [
-        sys.executable, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"127.0.0.1:{port}",
-        "--worker-class", "gthread", "--workers", str(workers), "--threads", str(settings.WEB_THREADS),
-        "--graceful-timeout", "5", "--log-level", "warning",
-    ]  # fmt: skip
+    # Production's command, its access log (one line per recall) discarded rather than read.
+    command = serve.commands("127.0.0.1", port)["web"]
+    command[command.index("--workers") + 1] = str(workers)
+    command += ["--log-level", "warning"]
     # Served as in production: DEBUG off (with it on, Django logs every statement with its
     # parameters quoted, which alone costs a recall 10-20 ms), so a key and the host are given.
     environment = {
@@ -69,7 +69,7 @@ def gunicorn(workers: int) -> Iterator[str]:
         "ALLOWED_HOSTS": "127.0.0.1",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or settings.SECRET_KEY,
     }
-    server = subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment)
+    server = subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + READY_SECONDS
         while True:
