@@ -47,6 +47,8 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
 def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres):
     """The bag keeps no lexemes, so recall asks its deposits: a word only a retracted one held, or
     one a correction superseded, no longer finds it."""
+    from django.db import connection
+
     from deposits.services.deposits import deposit_retract
 
     rng = random.Random(9)
@@ -62,8 +64,6 @@ def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres
         draft=validate_deposit("wide", claim("positive", "walrus", SCOPE)), channel="agent-a"
     )
     old = deposit_add(draft=validate_deposit("wide", claim("positive", "narwhal", SCOPE)), channel="agent-a")
-    from django.db import connection
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT terms_overflow FROM deposits_scopebag WHERE user_id = 'wide'")
         assert cursor.fetchone() == (True,)
