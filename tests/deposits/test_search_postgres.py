@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from contextlib import AbstractContextManager
 from datetime import timedelta
+from itertools import combinations
 from unittest import mock
 
 import pytest
@@ -230,7 +231,7 @@ def test_only_a_plain_or_of_lexemes_has_a_rank_bound(tsquery, lexemes):
 def test_a_walked_match_of_a_tiered_plan_can_hold_only_one_of_the_words():
     shares = ({"memori": 0.1, "error": 0.09, "rate": 0.08}, 0.001)
     plan = walk_plan(["memori", "error", "rate"], 100_000, shares)
-    assert plan.full == "('memori' & 'error') | ('memori' & 'rate') | ('error' & 'rate')"
+    assert plan.full == "('memori' & ('error' | 'rate') | ('error' & 'rate'))"
     assert plan.walk == "'memori' | 'error' | 'rate'"
     assert plan.bound == pytest.approx(0.1 / 3)
     # With few deposits repeating any of the words, those are scored in full too, and the bound
@@ -240,6 +241,22 @@ def test_a_walked_match_of_a_tiered_plan_can_hold_only_one_of_the_words():
     plan = walk_plan(["memori", "error", "rate"], 100_000, shares, ({}, 0.001))
     assert plan.repeats == "'memori' | 'error' | 'rate'"
     assert plan.bound == pytest.approx(0.1 / 1.64493406685 / 3)
+
+
+@pytest.mark.parametrize("words", [3, 4, 6])
+def test_a_tier_matches_exactly_the_deposits_holding_that_many_of_its_words(on_postgres, words):
+    """Every set of the words, against "at least t of them" for each t, as PostgreSQL matches it."""
+    lexemes = ["memori", "error", "rate", "spike", "outag", "incid"][:words]
+    held = [list(subset) for size in range(words + 1) for subset in combinations(lexemes, size)]
+    with connection.cursor() as cursor:
+        for count in range(1, words + 1):
+            cursor.execute(
+                "SELECT array_to_tsvector(h.lexemes) @@ %s::tsquery FROM unnest(%s::text[]) WITH ORDINALITY AS "
+                "u(joined, n) CROSS JOIN LATERAL (SELECT string_to_array(u.joined, ' ') AS lexemes) h ORDER BY u.n",
+                [postgres._at_least_of(count, lexemes), [" ".join(subset) for subset in held]],
+            )
+            matched = [row[0] for row in cursor.fetchall()]
+            assert matched == [len(subset) >= count for subset in held], count
 
 
 def test_few_expected_matches_are_scored_in_full_without_a_walk():
