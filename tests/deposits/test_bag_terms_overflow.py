@@ -10,6 +10,7 @@ from deposits.domain.validation import validate_bulk, validate_deposit
 from deposits.models import ScopeBag
 from deposits.selectors.recall import recall
 from deposits.services.deposits import deposit_add, deposit_add_many
+from tests.deposits.functions import installed_body, spelled_body
 from tests.deposits.scenario import claim
 
 pytestmark = pytest.mark.django_db
@@ -83,17 +84,9 @@ def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres
 
 
 def test_the_installed_terms_function_is_the_one_the_code_spells(on_postgres):
-    from django.db import connection
-
     from deposits.services.bag_counts import TERMS_ADD_FUNCTION, terms_add_function_sql
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [TERMS_ADD_FUNCTION])
-        (installed,) = cursor.fetchone()
-    spelled = terms_add_function_sql()
-    assert (
-        installed == spelled[spelled.index("$function$") + len("$function$") : spelled.rindex("$function$")]
-    )
+    assert installed_body(TERMS_ADD_FUNCTION) == spelled_body(terms_add_function_sql())
 
 
 def test_one_batch_whose_words_alone_outgrow_a_tsvector_is_written_and_its_bag_marked(on_postgres):
@@ -119,14 +112,6 @@ def test_one_batch_whose_words_alone_outgrow_a_tsvector_is_written_and_its_bag_m
 
 def test_the_installed_overflow_match_function_is_the_one_the_code_spells(on_postgres):
     """A change to `live` (which the function spells) needs a migration too."""
-    from django.db import connection
-
     from deposits.search.postgres import OVERFLOW_MATCH_FUNCTION, overflow_match_function_sql
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [OVERFLOW_MATCH_FUNCTION])
-        (installed,) = cursor.fetchone()
-    spelled = overflow_match_function_sql()
-    assert (
-        installed == spelled[spelled.index("$function$") + len("$function$") : spelled.rindex("$function$")]
-    )
+    assert installed_body(OVERFLOW_MATCH_FUNCTION) == spelled_body(overflow_match_function_sql())
