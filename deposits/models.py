@@ -199,6 +199,27 @@ class Deposit(models.Model):
         return str(self.id)
 
 
+class ConflictCopy(models.Model):
+    """A deposit whose bag is in conflict, copied with what recall reads (deposits.sql.conflict_copies).
+
+    PostgreSQL's triggers keep these rows, with a text index column of their own (deposits/0023),
+    in step with every write; nothing else writes them, and SQLite's recall never reads them.
+    """
+
+    id = models.UUIDField(primary_key=True)  # the deposit's
+    user_id = models.CharField(max_length=128)
+    bag_id = models.CharField(max_length=40)
+    polarity = models.CharField(max_length=16)
+    created_at = models.DateTimeField()
+    retracted_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "bag_id"], name="conflict_copy_user_bag"),
+            models.Index(fields=["user_id", "polarity", "created_at"], name="conflict_copy_user_created"),
+        ]
+
+
 class ContradictionQuerySet(models.QuerySet["Contradiction"]):
     def superseding(self) -> ContradictionQuerySet:
         """The edges that supersede: their source (the correction) is not soft-retracted."""

@@ -28,9 +28,10 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay
+from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay, reserved_places
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
+from deposits.sql import conflict_copies
 from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
@@ -66,6 +67,9 @@ SPARSE_GROWTH = 16.0
 CONFLICT_ONLY_GROWTH = 16.0
 # Past this age a window reads everything older.
 ALL_OLDER_DAYS = 36500.0
+# Read the matching conflict bags' deposits first, from their copies (deposits.sql.conflict_copies);
+# a test turns it off to hold the answer to what the deposits alone give.
+CONFLICTS_FIRST = True
 # pg_stats' lexeme frequencies are read once per this many seconds per database.
 LEXEME_STATS_SECONDS = 600.0
 
@@ -330,6 +334,7 @@ class _Window:
 class _Class:
     """One polarity's best matches so far, in recall's order: conflict bags first, then score."""
 
+    need: int  # how many of its first matches the walk must find (N)
     best: list[Candidate] = field(default_factory=list)
     open: bool = True
     # Some matching bag of this polarity is in conflict: an older match may outrank any other.
@@ -349,6 +354,29 @@ class _Part:
     where: str = ""
     where_params: list[object] = field(default_factory=list)
     column: str = "d.search_vector"
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where a walk reads deposits: a table with the deposits' columns recall reads."""
+
+    table: str
+    # Every row is of a bag in conflict.
+    in_conflict: bool = False
+
+
+DEPOSITS = _Source("deposits_deposit")
+COPIES = _Source(conflict_copies.TABLE, in_conflict=True)
+
+
+def _plan(lexemes: list[str] | None, expected: int) -> WalkPlan:
+    """How to read a source expected to hold `expected` matches (at most: its matching bags' live
+    deposits); a query that is no plain OR of lexemes has no rank bound and is scored in full."""
+    if lexemes is None:
+        return WalkPlan(None, None, 0.0)
+    if expected > FULL_MATCHES:
+        return walk_plan(lexemes, expected, lexeme_shares(), repeat_shares())
+    return walk_plan(lexemes, expected, None)
 
 
 class PostgresBackend(SearchBackend):
@@ -374,17 +402,7 @@ class PostgresBackend(SearchBackend):
         matched = self._matching_bags(request, query)
         if matched.aggregates.bag_count == 0:
             return [], matched.aggregates, set()
-        lexemes = or_lexemes(matched.tsquery)
-        expected = matched.deposits
-        if lexemes is None:
-            plan = WalkPlan(None, None, 0.0)
-        else:
-            plan = (
-                walk_plan(lexemes, expected, lexeme_shares(), repeat_shares())
-                if expected > FULL_MATCHES
-                else walk_plan(lexemes, expected, None)
-            )
-        return self._best_per_class(request, query, matched, plan), matched.aggregates, set()
+        return self._best_per_class(request, query, matched), matched.aggregates, set()
 
     def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
@@ -435,19 +453,68 @@ FROM matched bag
         parameter: now."""
         return f"ts_rank(d.search_vector, q.q) * exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
 
-    def _best_per_class(
-        self, request: SearchRequest, query: str, matched: _Matched, plan: WalkPlan
-    ) -> list[Candidate]:
-        """The best `per_class` hits of each polarity in recall's order (conflict bags first, then
-        score), exactly: what `slice_hits` needs, as each polarity's first `limit` in that order
-        hold every hit it can choose."""
+    def _best_per_class(self, request: SearchRequest, query: str, matched: _Matched) -> list[Candidate]:
+        """Each polarity's first hits in recall's order (conflict bags first, then score), as many
+        as `slice_hits` can pick of it for a slice of `request.per_class`: its reserved places and
+        the spare ones, and then, once another polarity turns out to hold fewer matches than its
+        places, those too (a polarity asked for N that returns fewer has no more)."""
+        quota = reserved_places(request.per_class)
+        spare = max(0, request.per_class - sum(quota.values()))
         # A polarity whose matching bags hold no live deposit of it has no match.
+        present = {p for p in POLARITIES if matched.live[(True, p)] + matched.live[(False, p)] > 0}
+        need = dict.fromkeys(POLARITIES, 0)
+        best: dict[str, list[Candidate]] = {p: [] for p in POLARITIES}
+        while True:
+            exhausted = {p for p in POLARITIES if p not in present or len(best[p]) < need[p]}
+            missing = sum(max(0, quota[p] - len(best[p])) for p in exhausted)
+            more = {
+                p: quota[p] + spare + missing
+                for p in POLARITIES
+                if p not in exhausted and quota[p] + spare + missing > need[p]
+            }
+            if not more:
+                return [candidate for p in POLARITIES for candidate in best[p]]
+            need.update(more)
+            best.update(self._first(request, query, matched, more))
+
+    def _first(
+        self, request: SearchRequest, query: str, matched: _Matched, need: dict[str, int]
+    ) -> dict[str, list[Candidate]]:
+        """The first `need[p]` matches of each polarity p in recall's order, exactly.
+
+        The matching conflict bags' deposits are read first, from their copies
+        (deposits.sql.conflict_copies): a polarity they hold `need[p]` matches of needs nothing
+        else, since every one of them comes before any match outside conflict. The others are
+        read from all the owner's deposits.
+        """
+        best: dict[str, list[Candidate]] = {}
+        lexemes = or_lexemes(matched.tsquery)
+        in_conflict = {p: n for p, n in need.items() if matched.live[(True, p)] > 0}
+        if in_conflict and not request.facets and CONFLICTS_FIRST:
+            expected = sum(matched.live[(True, p)] for p in in_conflict)
+            found = self._walk(request, query, matched, _plan(lexemes, expected), in_conflict, COPIES)
+            for polarity, wanted in in_conflict.items():
+                held = [candidate for candidate in found[polarity] if candidate.in_conflict]
+                if len(held) >= wanted:
+                    best[polarity] = held[:wanted]
+        rest = {p: n for p, n in need.items() if p not in best}
+        if rest:
+            best.update(self._walk(request, query, matched, _plan(lexemes, matched.deposits), rest, DEPOSITS))
+        return best
+
+    def _walk(
+        self,
+        request: SearchRequest,
+        query: str,
+        matched: _Matched,
+        plan: WalkPlan,
+        need: dict[str, int],
+        source: _Source,
+    ) -> dict[str, list[Candidate]]:
+        """The first `need[p]` of each polarity p in recall's order among `source`'s matches."""
         classes = {
-            polarity: _Class(
-                open=matched.live[(True, polarity)] + matched.live[(False, polarity)] > 0,
-                conflicts=matched.live[(True, polarity)] > 0,
-            )
-            for polarity in POLARITIES
+            polarity: _Class(wanted, conflicts=source.in_conflict or matched.live[(True, polarity)] > 0)
+            for polarity, wanted in need.items()
         }
         parts: list[_Part] = []
         if plan.full or not plan.walk:
@@ -461,22 +528,31 @@ FROM matched bag
         while True:
             walking = plan.walk is not None and any(entry.open for entry in classes.values())
             if walking:
-                parts.append(self._window(window, classes, plan, request.now))
+                parts.append(self._window(window, classes, plan, request.now, source))
             if not parts:
                 break
-            self._run(request, query, matched.conflict_bags, parts, classes)
+            self._run(request, query, matched.conflict_bags, parts, classes, source)
             if not walking:
                 break
-            self._advance(window, classes, plan.bound, request.per_class)
+            self._advance(window, classes, plan.bound)
             parts = []
-        return [candidate for entry in classes.values() for candidate in entry.best]
+        return {polarity: entry.best for polarity, entry in classes.items()}
 
-    def _window(self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime) -> _Part:
+    def _window(
+        self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime, source: _Source
+    ) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
         scored in full (a repeater read again is counted once)."""
-        every = [polarity for polarity, entry in classes.items() if entry.open and not entry.conflict_only]
+        # A source of conflict bags alone needs no second look at the bag.
+        every = [
+            polarity
+            for polarity, entry in classes.items()
+            if entry.open and (source.in_conflict or not entry.conflict_only)
+        ]
         conflict_only = [
-            polarity for polarity, entry in classes.items() if entry.open and entry.conflict_only
+            polarity
+            for polarity, entry in classes.items()
+            if entry.open and entry.conflict_only and not source.in_conflict
         ]
         in_conflict = "d.polarity = ANY(%s::text[]) AND d.bag_id IN (SELECT cb.id FROM cb)"
         if every and conflict_only:
@@ -503,6 +579,7 @@ FROM matched bag
         conflict_bags: str,
         parts: list[_Part],
         classes: dict[str, _Class],
+        source: _Source,
     ) -> None:
         """Read the parts' matches once, and keep the best of each open polarity."""
         live = live_sql("d", owner_param=True) + "".join(
@@ -516,7 +593,7 @@ FROM matched bag
             f"""
     SELECT d.id, d.bag_id, d.polarity, {self._score()} AS score,
            d.bag_id IN (SELECT cb.id FROM cb) AS in_conflict
-    FROM q, deposits_deposit d
+    FROM q, {source.table} d
     WHERE d.user_id = %s AND {part.column} @@ {part.matches} AND {live}{part.where}"""
             for part in parts
         )
@@ -545,7 +622,7 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
             ]
         params += [
             [polarity for polarity, entry in classes.items() if entry.open],
-            request.per_class * len(parts),
+            max(entry.need for entry in classes.values()) * len(parts),
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -561,16 +638,16 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
         for polarity in touched:
             best = classes[polarity].best
             best.sort(key=lambda candidate: candidate.order_key)
-            del best[request.per_class :]
+            del best[classes[polarity].need :]
 
-    def _advance(self, window: _Window, classes: dict[str, _Class], bound: float, per_class: int) -> None:
+    def _advance(self, window: _Window, classes: dict[str, _Class], bound: float) -> None:
         """Close the polarities no older match can enter, and choose the next window.
 
         A match older than the window's edge ranks below `bound` and has decayed below
         B = bound × decay(edge). An older match from a quiet bag (not in conflict) can enter a
         polarity's top N only while it holds fewer than N or its last quiet member scores at
         most B; one from a conflict bag ranks before every quiet one, so it can enter while the
-        polarity holds fewer than N from conflict bags or the N-th of them scores at most B.
+        polarity holds fewer than its N from conflict bags or the N-th of them scores at most B.
         Once neither can, the polarity is closed; once only the second can, the walk reads back
         the conflict bags alone for it. Both stay so: B only falls and the members only improve.
         """
@@ -586,12 +663,12 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
             ceiling = bound * decay(edge, polarity)
             quiet = [c for c in entry.best if not c.in_conflict]
             conflict = [c for c in entry.best if c.in_conflict]
-            if len(entry.best) == per_class and (not quiet or quiet[-1].score > ceiling):
+            if len(entry.best) == entry.need and (not quiet or quiet[-1].score > ceiling):
                 entry.conflict_only = entry.conflicts
             # The members that decide the next window: those from conflict bags once only they can
             # change, else all.
             counted = conflict if entry.conflict_only else entry.best
-            if len(counted) == per_class:
+            if len(counted) == entry.need:
                 nth = counted[-1].score
                 if nth > ceiling:
                     entry.open = False
@@ -603,7 +680,7 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
                 lower = max(lower, min(needed, edge * growth))
             elif counted and not entry.conflict_only:
                 # Too few yet: read as far again as these took, times how many are missing.
-                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * per_class / len(counted)))
+                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * entry.need / len(counted)))
             else:
                 lower = max(lower, edge * (CONFLICT_ONLY_GROWTH if entry.conflict_only else SPARSE_GROWTH))
         window.upper, window.lower = edge, None if lower > ALL_OLDER_DAYS else lower

@@ -17,6 +17,9 @@ def recall_plans(
     return {
         # Every match scored in full (one top-N per class).
         "score all": {"SCORE_ALL_MATCHES": 10**9},
+        # The planner's own choices, reading every match from the deposits: no conflict bag's
+        # copies first (each plan below reads them first, wherever its polarity has any).
+        "deposits alone": {"CONFLICTS_FIRST": False},
         # Every lexeme walked newest first, in small windows, each counted at the plain 0.1 (no
         # repeat statistics).
         "walk": {

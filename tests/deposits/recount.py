@@ -5,9 +5,19 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from django.db import connection
 from django.db.models import Max
 
-from deposits.models import ConflictEpisode, Contradiction, DeploymentTally, Deposit, OwnerTally, ScopeBag
+from deposits.models import (
+    ConflictCopy,
+    ConflictEpisode,
+    Contradiction,
+    DeploymentTally,
+    Deposit,
+    OwnerTally,
+    ScopeBag,
+)
+from deposits.sql.conflict_copies import TABLE as COPIES
 
 DIRECTIONAL = ("positive", "negative", "cautionary")
 COLUMNS = (
@@ -59,6 +69,29 @@ def assert_bags_match_a_recount() -> None:
     assert set(recounted) <= set(stored)
     assert stored == {bag: recounted.get(bag, empty) for bag in stored}
     assert_tallies_match_a_recount()
+    assert_conflict_copies_match()
+
+
+def assert_conflict_copies_match() -> None:
+    """PostgreSQL holds a copy of exactly the deposits whose bag is in conflict (by the recount),
+    each with its deposit's columns, retraction marker and text vector (deposits.sql.conflict_copies)."""
+    if connection.vendor != "postgresql":
+        assert not ConflictCopy.objects.exists()
+        return
+    in_conflict = {
+        bag for bag, row in recounted_bags().items() if sum(row[f"live_{p}"] > 0 for p in DIRECTIONAL) >= 2
+    }
+    fields = ("user_id", "bag_id", "polarity", "created_at", "retracted_at")
+    expected = {
+        row.pop("id"): row for row in Deposit.objects.filter(bag_id__in=in_conflict).values("id", *fields)
+    }
+    assert {row.pop("id"): row for row in ConflictCopy.objects.values("id", *fields)} == expected
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {COPIES} c JOIN deposits_deposit d ON d.id = c.id "
+            "WHERE c.search_vector IS DISTINCT FROM d.search_vector"
+        )
+        assert cursor.fetchone() == (0,)
 
 
 def assert_tallies_match_a_recount() -> None:

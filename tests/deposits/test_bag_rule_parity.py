@@ -25,7 +25,7 @@ from deposits.selectors.hits import _in_one_statement, _through_the_orm
 from deposits.selectors.recall import recall
 from deposits.services.deposits import deposit_retract
 from deposits.sql.rules import confident_sql, dominant_sql, holds_live_sql, in_conflict_sql, live_sql
-from tests.deposits.recount import assert_tallies_match_a_recount
+from tests.deposits.recount import assert_conflict_copies_match, assert_tallies_match_a_recount
 from tests.deposits.scenario import correct, put, retract
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -195,6 +195,7 @@ def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
     assert tally.open_conflicts == sum(flags["conflict"] for flags in python.values())
     assert tally.last_activity == ScopeBag.objects.filter(user_id=user).latest("updated_at").updated_at
     assert_tallies_match_a_recount()  # and the deployment's count of owners holding live deposits
+    assert_conflict_copies_match()  # and the copies recall reads its conflict bags' matches from
 
 
 # Few distinct times, so that ties between polarities (and missing times) come up often.

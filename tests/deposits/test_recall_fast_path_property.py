@@ -30,6 +30,7 @@ from deposits.search.postgres import PostgresBackend
 from deposits.search.sqlite import SqliteBackend
 from deposits.services.deposits import deposit_add_many
 from tests.deposits.recall_plans import forced, recall_plans
+from tests.deposits.recount import assert_conflict_copies_match
 from tests.deposits.scenario import claim, clock, correct, retract
 
 pytestmark = pytest.mark.django_db
@@ -115,6 +116,7 @@ def test_random_stores_recall_the_same_from_the_fast_path_as_from_scoring_every_
     run = uuid.uuid4().hex[:10]
     for number, (deposits, changes) in enumerate(owners):
         _write(f"prop-{run}-{number}", deposits, changes)
+    assert_conflict_copies_match()
     for number in range(len(owners)):
         for words, limit in asked:
             request = SearchRequest(
