@@ -1,8 +1,9 @@
 """A copy of every deposit whose bag is in conflict, kept by PostgreSQL's triggers, for recall to
 read its conflict bags' matches alone (`deposits.sql.conflict_copies` says why and how).
 
-On PostgreSQL the table gains the text index column and recall's three indexes over it, the
-triggers, and the copies of the deposits already in conflict bags. SQLite gets the bare table.
+On PostgreSQL the table gains the text index column and its GIN index (recall reads the copies by
+it, and by time through the btree indexes both databases get), the triggers, and the copies of
+the deposits already in conflict bags. SQLite gets the bare table.
 """
 
 from django.db import migrations, models
@@ -12,10 +13,8 @@ from deposits.sql.conflict_copies import TABLE, copy_all_sql, install_sql, unins
 # Small pending lists, as recall's other GIN indexes keep (deposits/0012).
 POSTGRES = [
     f"ALTER TABLE {TABLE} ADD COLUMN search_vector tsvector NOT NULL",
-    f"CREATE INDEX conflict_copy_user_search ON {TABLE} USING gin (user_id, polarity, search_vector) "
+    f"CREATE INDEX conflict_copy_user_search ON {TABLE} USING gin (user_id, search_vector) "
     "WITH (gin_pending_list_limit = 256)",
-    f"CREATE INDEX conflict_copy_user_repeated ON {TABLE} "
-    "USING gin (user_id, atlaso_repeated_lexemes(search_vector)) WITH (gin_pending_list_limit = 256)",
     *install_sql(),
     copy_all_sql(),
 ]

@@ -303,7 +303,6 @@ def test_every_gin_index_recall_reads_keeps_a_small_pending_list(on_postgres: No
         "deposit_user_repeated",
         "bag_user_terms",
         "conflict_copy_user_search",
-        "conflict_copy_user_repeated",
     }
     assert {
         name: options for name, options in indexes.items() if options != ["gin_pending_list_limit=256"]

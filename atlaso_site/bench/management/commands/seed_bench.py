@@ -120,7 +120,7 @@ class Command(BaseCommand):
                 # list then loops over the open episodes once per owner (735 ms at 1M, not 70).
                 cursor.execute(
                     "ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction; "
-                    "ANALYZE deposits_conflictepisode; ANALYZE deposits_ownertally"
+                    "ANALYZE deposits_conflictepisode; ANALYZE deposits_ownertally; ANALYZE deposits_conflictcopy"
                 )
         elapsed = time.perf_counter() - started
         self.stdout.write(
@@ -206,7 +206,7 @@ class Command(BaseCommand):
                 # deleting a million rows checks every foreign key one by one.
                 cursor.execute(
                     "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_resolution, "
-                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, "
+                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, deposits_conflictcopy, "
                     "deposits_conflictepisode, deposits_scopebag, deposits_recalllog, deposits_ownertally"
                 )
                 return
