@@ -15,6 +15,7 @@ from django.utils import timezone
 
 import deposits.search.postgres as postgres
 from deposits.domain.recall import query_words, slice_hits
+from deposits.domain.types import POLARITIES
 from deposits.domain.validation import validate_bulk, validate_correction
 from deposits.search import SearchRequest
 from deposits.search.base import SearchBackend
@@ -199,6 +200,39 @@ def test_a_conflict_bag_does_not_stop_the_walk_for_an_older_quiet_match_that_sti
     fast, every = both_ways(plan, "threshold", 3)
     assert winner.id in every
     assert fast == every
+
+
+@pytest.mark.parametrize("plan", ["score all", "deposits alone", *WALKS])
+def test_a_polarity_takes_its_places_from_conflict_bags_first_and_a_short_one_the_rest_outside(
+    on_postgres, plan
+):
+    """Every match of a bag in conflict comes before any other, so a polarity whose conflict bags
+    hold its places is answered from them, read alone; one whose conflict bags hold fewer takes
+    the rest from the quiet bags, newest first. Limit 10: 3 positive, 3 negative, 2 cautionary, 2
+    open; the conflict bag, a month old, holds 2 positive, 1 negative, 2 cautionary and 2 open."""
+    split = [("positive", 2), ("negative", 1), ("cautionary", 2), ("open", 2)]
+    disputed = written(
+        timedelta(days=30),
+        [
+            item(polarity, f"threshold disputed {polarity} {n}", "split", f"c-{polarity}-{n}")
+            for polarity, count in split
+            for n in range(count)
+        ],
+    )
+    quiet: dict[str, list[str]] = {}
+    for hours in range(1, 5):  # newer, so each outscores the conflict bag's of its polarity
+        for polarity in POLARITIES:
+            (row,) = written(
+                timedelta(hours=hours),
+                [item(polarity, f"threshold {polarity}", f"quiet-{polarity}", f"q{polarity}{hours}")],
+            )
+            quiet.setdefault(polarity, []).append(row.id)
+    fast, every = both_ways(plan, "threshold", 10)
+    assert fast == every
+    assert set(fast[:7]) == {row.id for row in disputed}
+    # The two negatives the conflict bag lacks, newest first, then the positive it lacks (a
+    # 14-day half-life decays an hour more than a 90-day one).
+    assert fast[7:] == [quiet["negative"][0], quiet["negative"][1], quiet["positive"][0]]
 
 
 def test_a_query_whose_rank_has_no_bound_is_scored_in_full(store):
