@@ -23,6 +23,9 @@ class SearchRequest:
     user_id: str
     words: list[str]
     now: datetime
+    # The slice's limit. A backend returns, of each polarity, at least the hits `slice_hits` can
+    # pick for it: this statement keeps the first `per_class` of each class, PostgreSQL's walk
+    # only the places the slice can give (deposits.search.postgres).
     per_class: int
     facets: Mapping[str, str | int] = field(default_factory=dict)
     include_superseded: bool = False

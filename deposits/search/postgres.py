@@ -6,8 +6,15 @@ sorts every match:
 
 - the aggregate flags come from the owner's bags (a bag matches when any of its live deposits
   does, which is exactly what an OR-of-words query on the union of their lexemes says);
+- each polarity is asked for the places the slice can give it (its reserved ones and the spare
+  ones; more only once another polarity turns out to hold fewer matches than its places), and
+  first of the matching conflict bags' deposits, from the copies PostgreSQL keeps of them
+  (deposits.sql.conflict_copies): every one of those comes before any match outside conflict,
+  so a polarity they hold enough of needs nothing else, and a large owner's conflict bags hold a
+  few percent of its deposits;
 - the best hits of each polarity, in recall's order (conflict bags first, then score), come
-  from a walk newest first, window by window, that stops once no older match can enter the
+  from a walk newest first (of the copies, or of all the owner's deposits for a polarity the
+  copies leave short), window by window, that stops once no older match can enter the
   polarity's top N. The stop is proven:
   `ts_rank` gives each query lexeme a document holds once exactly 0.1/1.6449 (more when it is
   repeated, below 0.1) and divides by the number of lexemes, and the recency decay only falls

@@ -7,9 +7,9 @@ A GIN index over all of the owner's deposits cannot find those few without readi
 so the rows are kept apart, in `deposits_conflictcopy`, with the columns recall reads (the text
 index too), by triggers on the deposits and the bags: a deposit written into a bag in conflict is
 copied; a bag that enters conflict has its deposits copied, one that leaves has its copies
-dropped; a retraction marks its copy; an erasure deletes it. The triggers are statement-level,
-over the rows the statement changed (transition tables), so a bulk write pays one join, not one
-per row. The rule is `in_conflict_stored_sql`, the one recall's aggregate applies, so a copy
+dropped; a retraction marks its copy; an erasure deletes it. Deposits are copied once per
+statement, over the rows it wrote (a transition table), so a bulk write pays one join; a bag's
+entry into or exit from conflict fires for that bag alone. The rule is `in_conflict_stored_sql`, the one recall's aggregate applies, so a copy
 exists exactly while recall counts its bag in conflict. A property test holds the copies to that
 rule after random adds, corrections, retractions and erasures (tests/deposits/test_bag_rule_parity.py).
 
@@ -25,109 +25,106 @@ COLUMNS = "id, user_id, bag_id, polarity, created_at, retracted_at, search_vecto
 # The deposits' columns the copy keeps, as `d` has them.
 _FROM_DEPOSIT = ", ".join(f"d.{column}" for column in COLUMNS.split(", "))
 
-# (function, table, event, transition tables, body): each trigger runs its function once per statement.
-_TRIGGERS: list[tuple[str, str, str, str, str]] = [
-    (
-        "atlaso_copy_added_deposits",
-        "deposits_deposit",
-        "INSERT",
-        "NEW TABLE AS added",
-        f"""
+# Each trigger function's body.
+_FUNCTIONS = {
+    "atlaso_copy_added_deposits": f"""
     INSERT INTO {TABLE} ({COLUMNS})
     SELECT {_FROM_DEPOSIT} FROM added d JOIN deposits_scopebag b ON b.id = d.bag_id
     WHERE {in_conflict_stored_sql("b")}
     ON CONFLICT (id) DO NOTHING;
     RETURN NULL;
 """,
-    ),
-    (
-        "atlaso_copy_retracted_deposits",
-        "deposits_deposit",
-        "UPDATE",
-        "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-        f"""
-    UPDATE {TABLE} c SET retracted_at = a.retracted_at
-    FROM new_rows a WHERE c.id = a.id AND c.retracted_at IS DISTINCT FROM a.retracted_at;
+    "atlaso_copy_retracted_deposit": f"""
+    UPDATE {TABLE} SET retracted_at = NEW.retracted_at WHERE id = NEW.id;
     RETURN NULL;
 """,
+    "atlaso_copy_erased_deposits": f"""
+    DELETE FROM {TABLE} c USING erased e WHERE c.id = e.id;
+    RETURN NULL;
+""",
+    "atlaso_copy_conflict_bag": f"""
+    INSERT INTO {TABLE} ({COLUMNS})
+    SELECT {_FROM_DEPOSIT} FROM deposits_deposit d WHERE d.user_id = NEW.user_id AND d.bag_id = NEW.id
+    ON CONFLICT (id) DO NOTHING;
+    RETURN NULL;
+""",
+    "atlaso_uncopy_quiet_bag": f"""
+    DELETE FROM {TABLE} WHERE user_id = NEW.user_id AND bag_id = NEW.id;
+    RETURN NULL;
+""",
+}
+FUNCTIONS = list(_FUNCTIONS)
+
+# (trigger, table, when it fires, its function). A bulk write's deposits are copied by one join
+# per statement, over the rows it inserted (a transition table); the rare changes (a bag entering
+# or leaving conflict, a retraction) fire for the rows they concern alone, by a WHEN the server
+# checks without calling a function, so a write that changes neither pays nothing for them.
+_TRIGGERS: list[tuple[str, str, str, str]] = [
+    (
+        "atlaso_copy_added_deposits",
+        "deposits_deposit",
+        "AFTER INSERT ON deposits_deposit REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
+        "atlaso_copy_added_deposits",
+    ),
+    (
+        "atlaso_copy_retracted_deposit",
+        "deposits_deposit",
+        "AFTER UPDATE ON deposits_deposit FOR EACH ROW WHEN (OLD.retracted_at IS DISTINCT FROM NEW.retracted_at)",
+        "atlaso_copy_retracted_deposit",
     ),
     (
         "atlaso_copy_erased_deposits",
         "deposits_deposit",
-        "DELETE",
-        "OLD TABLE AS erased",
-        f"""
-    DELETE FROM {TABLE} c USING erased e WHERE c.id = e.id;
-    RETURN NULL;
-""",
+        "AFTER DELETE ON deposits_deposit REFERENCING OLD TABLE AS erased FOR EACH STATEMENT",
+        "atlaso_copy_erased_deposits",
     ),
     (
-        "atlaso_copy_new_conflict_bags",
+        "atlaso_copy_new_conflict_bag",
         "deposits_scopebag",
-        "INSERT",
-        "NEW TABLE AS added",
-        f"""
-    INSERT INTO {TABLE} ({COLUMNS})
-    SELECT {_FROM_DEPOSIT} FROM added b JOIN deposits_deposit d ON d.user_id = b.user_id AND d.bag_id = b.id
-    WHERE {in_conflict_stored_sql("b")}
-    ON CONFLICT (id) DO NOTHING;
-    RETURN NULL;
-""",
+        f"AFTER INSERT ON deposits_scopebag FOR EACH ROW WHEN ({in_conflict_stored_sql('NEW')})",
+        "atlaso_copy_conflict_bag",
     ),
     (
-        "atlaso_copy_changed_conflict_bags",
+        "atlaso_copy_conflict_bag",
         "deposits_scopebag",
-        "UPDATE",
-        "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-        f"""
-    INSERT INTO {TABLE} ({COLUMNS})
-    SELECT {_FROM_DEPOSIT}
-    FROM new_rows b JOIN old_rows o ON o.id = b.id
-    JOIN deposits_deposit d ON d.user_id = b.user_id AND d.bag_id = b.id
-    WHERE {in_conflict_stored_sql("b")} AND NOT ({in_conflict_stored_sql("o")})
-    ON CONFLICT (id) DO NOTHING;
-    DELETE FROM {TABLE} c USING new_rows b JOIN old_rows o ON o.id = b.id
-    WHERE c.user_id = b.user_id AND c.bag_id = b.id
-      AND NOT ({in_conflict_stored_sql("b")}) AND {in_conflict_stored_sql("o")};
-    RETURN NULL;
-""",
+        "AFTER UPDATE ON deposits_scopebag FOR EACH ROW "
+        f"WHEN ({in_conflict_stored_sql('NEW')} AND NOT ({in_conflict_stored_sql('OLD')}))",
+        "atlaso_copy_conflict_bag",
+    ),
+    (
+        "atlaso_uncopy_quiet_bag",
+        "deposits_scopebag",
+        "AFTER UPDATE ON deposits_scopebag FOR EACH ROW "
+        f"WHEN ({in_conflict_stored_sql('OLD')} AND NOT ({in_conflict_stored_sql('NEW')}))",
+        "atlaso_uncopy_quiet_bag",
     ),
 ]
-
-FUNCTIONS = [function for function, *_ in _TRIGGERS]
+TRIGGERS = [trigger for trigger, *_ in _TRIGGERS]
 
 
 def function_sql(name: str) -> str:
-    """The CREATE FUNCTION of one trigger's function, as the migrations install it."""
-    body = next(body for function, *_, body in _TRIGGERS if function == name)
+    """The CREATE FUNCTION of one trigger function, as the migrations install it."""
     return f"""CREATE OR REPLACE FUNCTION {name}() RETURNS trigger
 LANGUAGE plpgsql
 AS $function$
-BEGIN{body}END
+BEGIN{_FUNCTIONS[name]}END
 $function$"""
 
 
 def install_sql() -> list[str]:
     """Every function and trigger, created or replaced."""
-    statements = []
-    for function, table, event, transitions, _ in _TRIGGERS:
+    statements = [function_sql(name) for name in _FUNCTIONS]
+    for trigger, table, fires, function in _TRIGGERS:
         statements += [
-            function_sql(function),
-            f"DROP TRIGGER IF EXISTS {function} ON {table}",
-            f"CREATE TRIGGER {function} AFTER {event} ON {table} REFERENCING {transitions} "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
+            f"DROP TRIGGER IF EXISTS {trigger} ON {table}",
+            f"CREATE TRIGGER {trigger} {fires} EXECUTE FUNCTION {function}()",
         ]
     return statements
 
 
 def uninstall_sql() -> list[str]:
-    statements = []
-    for function, table, *_ in _TRIGGERS:
-        statements += [
-            f"DROP TRIGGER IF EXISTS {function} ON {table}",
-            f"DROP FUNCTION IF EXISTS {function}()",
-        ]
-    return statements
+    statements = [f"DROP TRIGGER IF EXISTS {trigger} ON {table}" for trigger, table, *_ in _TRIGGERS]
+    return statements + [f"DROP FUNCTION IF EXISTS {name}()" for name in _FUNCTIONS]
 
 
 def copy_all_sql(where: str = "TRUE") -> str:

@@ -7,7 +7,7 @@ from django.db import connection
 
 from deposits.models import ConflictCopy
 from deposits.services.deposits import deposit_retract
-from deposits.sql.conflict_copies import FUNCTIONS, function_sql
+from deposits.sql.conflict_copies import FUNCTIONS, TRIGGERS, function_sql
 from tests.deposits.functions import installed_body, spelled_body
 from tests.deposits.scenario import correct, put, retract
 
@@ -29,9 +29,10 @@ def test_the_installed_trigger_functions_are_the_ones_the_code_spells(on_postgre
         assert installed_body(name) == spelled_body(function_sql(name)), name
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT tgname FROM pg_trigger WHERE tgname LIKE 'atlaso_copy_%%' AND NOT tgisinternal"
+            "SELECT t.tgname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = ANY(%s)",
+            [FUNCTIONS],
         )
-        assert sorted(name for (name,) in cursor.fetchall()) == sorted(FUNCTIONS)
+        assert sorted(name for (name,) in cursor.fetchall()) == sorted(TRIGGERS)
 
 
 def test_a_bag_is_copied_while_in_conflict_and_its_copies_follow_each_deposit(on_postgres):
