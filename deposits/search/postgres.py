@@ -480,6 +480,7 @@ FROM matched bag
         spare = max(0, request.per_class - sum(quota.values()))
         # A polarity whose matching bags hold no live deposit of it has no match.
         present = {p for p in POLARITIES if matched.live[(True, p)] + matched.live[(False, p)] > 0}
+        lexemes = or_lexemes(matched.tsquery)
         need = dict.fromkeys(POLARITIES, 0)
         best: dict[str, list[Candidate]] = {p: [] for p in POLARITIES}
         while True:
@@ -493,10 +494,15 @@ FROM matched bag
             if not more:
                 return [candidate for p in POLARITIES for candidate in best[p]]
             need.update(more)
-            best.update(self._first(request, query, matched, more))
+            best.update(self._first(request, query, matched, lexemes, more))
 
     def _first(
-        self, request: SearchRequest, query: str, matched: _Matched, need: dict[str, int]
+        self,
+        request: SearchRequest,
+        query: str,
+        matched: _Matched,
+        lexemes: list[str] | None,
+        need: dict[str, int],
     ) -> dict[str, list[Candidate]]:
         """The first `need[p]` matches of each polarity p in recall's order, exactly.
 
@@ -506,7 +512,6 @@ FROM matched bag
         read from all the owner's deposits.
         """
         best: dict[str, list[Candidate]] = {}
-        lexemes = or_lexemes(matched.tsquery)
         in_conflict = {p: n for p, n in need.items() if matched.live[(True, p)] > 0}
         if in_conflict and not request.facets and CONFLICTS_FIRST:
             expected = sum(matched.live[(True, p)] for p in in_conflict)

@@ -9,9 +9,10 @@ index too), by triggers on the deposits and the bags: a deposit written into a b
 copied; a bag that enters conflict has its deposits copied, one that leaves has its copies
 dropped; a retraction marks its copy; an erasure deletes it. Deposits are copied once per
 statement, over the rows it wrote (a transition table), so a bulk write pays one join; a bag's
-entry into or exit from conflict fires for that bag alone. The rule is `in_conflict_stored_sql`, the one recall's aggregate applies, so a copy
-exists exactly while recall counts its bag in conflict. A property test holds the copies to that
-rule after random adds, corrections, retractions and erasures (tests/deposits/test_bag_rule_parity.py).
+entry into or exit from conflict fires for that bag alone. The rule is `in_conflict_stored_sql`,
+the one recall's aggregate applies, so a copy exists exactly while recall counts its bag in
+conflict. A property test holds the copies to that rule after random adds, corrections,
+retractions and erasures (tests/deposits/test_bag_rule_parity.py).
 
 SQLite has the table but no triggers: its recall scores every match and never reads it.
 """
@@ -55,47 +56,53 @@ _FUNCTIONS = {
 }
 FUNCTIONS = list(_FUNCTIONS)
 
-# (trigger, table, when it fires, its function). A bulk write's deposits are copied by one join
-# per statement, over the rows it inserted (a transition table); the rare changes (a bag entering
-# or leaving conflict, a retraction) fire for the rows they concern alone, by a WHEN the server
-# checks without calling a function, so a write that changes neither pays nothing for them.
-_TRIGGERS: list[tuple[str, str, str, str]] = [
+# (trigger, event, table, how it fires, its function). A bulk write's deposits are copied by one
+# join per statement, over the rows it inserted (a transition table); the rare changes (a bag
+# entering or leaving conflict, a retraction) fire for the rows they concern alone, by a WHEN the
+# server checks without calling a function, so a write that changes neither pays nothing for them.
+_ENTERS = f"{in_conflict_stored_sql('NEW')} AND NOT ({in_conflict_stored_sql('OLD')})"
+_LEAVES = f"{in_conflict_stored_sql('OLD')} AND NOT ({in_conflict_stored_sql('NEW')})"
+_TRIGGERS: list[tuple[str, str, str, str, str]] = [
     (
         "atlaso_copy_added_deposits",
+        "INSERT",
         "deposits_deposit",
-        "AFTER INSERT ON deposits_deposit REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
+        "REFERENCING NEW TABLE AS added FOR EACH STATEMENT",
         "atlaso_copy_added_deposits",
     ),
     (
         "atlaso_copy_retracted_deposit",
+        "UPDATE",
         "deposits_deposit",
-        "AFTER UPDATE ON deposits_deposit FOR EACH ROW WHEN (OLD.retracted_at IS DISTINCT FROM NEW.retracted_at)",
+        "FOR EACH ROW WHEN (OLD.retracted_at IS DISTINCT FROM NEW.retracted_at)",
         "atlaso_copy_retracted_deposit",
     ),
     (
         "atlaso_copy_erased_deposits",
+        "DELETE",
         "deposits_deposit",
-        "AFTER DELETE ON deposits_deposit REFERENCING OLD TABLE AS erased FOR EACH STATEMENT",
+        "REFERENCING OLD TABLE AS erased FOR EACH STATEMENT",
         "atlaso_copy_erased_deposits",
     ),
     (
         "atlaso_copy_new_conflict_bag",
+        "INSERT",
         "deposits_scopebag",
-        f"AFTER INSERT ON deposits_scopebag FOR EACH ROW WHEN ({in_conflict_stored_sql('NEW')})",
+        f"FOR EACH ROW WHEN ({in_conflict_stored_sql('NEW')})",
         "atlaso_copy_conflict_bag",
     ),
     (
         "atlaso_copy_conflict_bag",
+        "UPDATE",
         "deposits_scopebag",
-        "AFTER UPDATE ON deposits_scopebag FOR EACH ROW "
-        f"WHEN ({in_conflict_stored_sql('NEW')} AND NOT ({in_conflict_stored_sql('OLD')}))",
+        f"FOR EACH ROW WHEN ({_ENTERS})",
         "atlaso_copy_conflict_bag",
     ),
     (
         "atlaso_uncopy_quiet_bag",
+        "UPDATE",
         "deposits_scopebag",
-        "AFTER UPDATE ON deposits_scopebag FOR EACH ROW "
-        f"WHEN ({in_conflict_stored_sql('OLD')} AND NOT ({in_conflict_stored_sql('NEW')}))",
+        f"FOR EACH ROW WHEN ({_LEAVES})",
         "atlaso_uncopy_quiet_bag",
     ),
 ]
@@ -114,22 +121,22 @@ $function$"""
 def install_sql() -> list[str]:
     """Every function and trigger, created or replaced."""
     statements = [function_sql(name) for name in _FUNCTIONS]
-    for trigger, table, fires, function in _TRIGGERS:
+    for trigger, event, table, fires, function in _TRIGGERS:
         statements += [
             f"DROP TRIGGER IF EXISTS {trigger} ON {table}",
-            f"CREATE TRIGGER {trigger} {fires} EXECUTE FUNCTION {function}()",
+            f"CREATE TRIGGER {trigger} AFTER {event} ON {table} {fires} EXECUTE FUNCTION {function}()",
         ]
     return statements
 
 
 def uninstall_sql() -> list[str]:
-    statements = [f"DROP TRIGGER IF EXISTS {trigger} ON {table}" for trigger, table, *_ in _TRIGGERS]
+    statements = [f"DROP TRIGGER IF EXISTS {trigger} ON {table}" for trigger, _, table, *_ in _TRIGGERS]
     return statements + [f"DROP FUNCTION IF EXISTS {name}()" for name in _FUNCTIONS]
 
 
-def copy_all_sql(where: str = "TRUE") -> str:
-    """Copy every deposit of a bag in conflict that is not copied yet (`where` narrows the deposits `d`)."""
+def copy_all_sql() -> str:
+    """Copy every deposit of a bag in conflict that is not copied yet."""
     return f"""INSERT INTO {TABLE} ({COLUMNS})
 SELECT {_FROM_DEPOSIT} FROM deposits_deposit d JOIN deposits_scopebag b ON b.id = d.bag_id
-WHERE {in_conflict_stored_sql("b")} AND {where}
+WHERE {in_conflict_stored_sql("b")}
 ON CONFLICT (id) DO NOTHING"""
