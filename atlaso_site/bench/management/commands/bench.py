@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count
 from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
@@ -26,28 +26,19 @@ from django.utils import timezone
 
 from atlaso_site.access.roles import REVIEWER
 from atlaso_site.bench import concurrent_recall, sqlite_pair
-from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY, sentence
+from atlaso_site.bench.ingest import INGEST_PREFIX, delete_ingested, ingest, ingest_batches, raw_insert_rate
+from atlaso_site.bench.seed import OWNER_PREFIX, sentence
 from atlaso_site.bench.table import figure, megabytes, summarize
 from beliefs.services import api_key_create
-from deposits.domain.idempotency import idempotency_key
 from deposits.domain.recall import query_words
-from deposits.domain.validation import validate_bulk
 from deposits.models import Deposit, ScopeBag
 from deposits.search import search_backend
 from deposits.search.base import half_life_case
 from deposits.selectors.recall import recall
-from deposits.services.deposits import deposit_add_many
-from deposits.sql.bulk import insert_rows
 from diagnostics.models import Snapshot
 from diagnostics.selectors import forget_joined_points, health
 from diagnostics.services import diagnostics_recompute
 
-INGEST_PREFIX = "benchingest-"
-RAW_COLUMNS = (
-    ("id", "uuid"), ("user_id", "text"), ("bag_id", "text"), ("content", "text"), ("polarity", "text"),
-    ("evidence_grade", "text"), ("scope_model", "text"), ("scope_env", "text"), ("scope_version", "text"),
-    ("tags", "jsonb"), ("artifact_refs", "jsonb"), ("repro_status", "text"), ("created_at", "timestamptz"),
-)  # fmt: skip
 # 20 varied queries: common words, rare words, mixes, and a long pasted question.
 QUERIES = [
     "model", "threshold", "latency", "model threshold", "prompt eval accuracy", "retry cache timeout",
@@ -393,30 +384,15 @@ class Command(BaseCommand):
             self.stdout.write(f"{row['query']:<50} {row['matching_bags']:>6,} {mine:>10.1f} {floor:>9.1f}")
 
     def _ingest(self, total: int) -> list[dict[str, Any]]:
-        rng = random.Random(11)
-        run = uuid.uuid4().hex[:8]
-        batch = 1000
-        batches = []
-        for number in range(max(1, total // batch)):
-            user_id = f"{INGEST_PREFIX}{run}-{number % 20}"
-            model = rng.choice(VOCABULARY)
-            items = []
-            for i in range(batch):
-                # An import of one owner's notes: bags of about 25 (the seed's 1..50).
-                items.append({
-                    "content": sentence(rng), "polarity": rng.choice(["positive", "negative", "open"]),
-                    "evidence_grade": "observed", "scope": {"model": model, "env": "prod", "version": f"v{rng.randrange(40)}"},
-                    "idempotency_key": idempotency_key(run, number, i),
-                })  # fmt: skip
-            batches.append((user_id, items))
+        batches = ingest_batches(total, run=uuid.uuid4().hex[:8])
         started = time.perf_counter()
-        for user_id, items in batches:
-            result = deposit_add_many(bulk=validate_bulk(user_id, items), channel="bench-loader")
-            if result.failed:
-                raise CommandError(f"ingest failed: {result.failed[0].error.message}")
+        try:
+            ingest(batches)
+        except RuntimeError as error:
+            raise CommandError(str(error)) from error
         service_rate = sum(len(items) for _, items in batches) / (time.perf_counter() - started)
-        floor_rate = self._raw_insert_rate(batches, run)
-        self._delete_ingested()
+        floor_rate = raw_insert_rate(batches)
+        delete_ingested()
         return [
             {
                 "key": "ingest",
@@ -430,46 +406,6 @@ class Command(BaseCommand):
                 "ok": service_rate >= 10_000 and service_rate >= 0.5 * floor_rate,
             },
         ]
-
-    def _raw_insert_rate(self, batches: list[tuple[str, list[dict[str, Any]]]], run: str) -> float:
-        """The same rows inserted with one statement per batch, no rules: operations.md's floor, a
-        batched `INSERT … SELECT FROM unnest(arrays)` (the service itself now inserts with COPY)."""
-        now = timezone.now()
-        prepared = []
-        for user_id, items in batches:
-            rows = [
-                (uuid.uuid4(), f"raw{user_id}", "raw-bag", item["content"], item["polarity"], item["evidence_grade"],
-                 item["scope"]["model"], "prod", item["scope"]["version"], [], [], "unreplicated", now)
-                for item in items
-            ]  # fmt: skip
-            prepared.append(rows)
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO deposits_scopebag (id, user_id, live_positive, live_negative, live_cautionary, live_open, "
-                "kept_positive, kept_negative, kept_cautionary, kept_superseded, created_at, updated_at) "
-                "VALUES ('raw-bag', %s, 0, 0, 0, 0, 0, 0, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING",
-                [
-                    f"{INGEST_PREFIX}raw",
-                    connection.ops.adapt_datetimefield_value(now),
-                    connection.ops.adapt_datetimefield_value(now),
-                ],
-            )
-            started = time.perf_counter()
-            for rows in prepared:
-                insert_rows("deposits_deposit", RAW_COLUMNS, rows, copy=False)
-            rate = sum(len(rows) for rows in prepared) / (time.perf_counter() - started)
-            transaction.set_rollback(True)
-        return rate
-
-    def _delete_ingested(self) -> None:
-        with transaction.atomic(), connection.cursor() as cursor:
-            like = INGEST_PREFIX + "%"
-            cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
 
     def _single_add(self, count: int) -> list[dict[str, Any]]:
         _, secret = api_key_create(name="bench", channel_name="bench-loader", tier_name="agent_own")
@@ -487,7 +423,7 @@ class Command(BaseCommand):
             samples.append((time.perf_counter() - started) * 1000)
             if response.status_code != 201:
                 raise CommandError(f"single add answered {response.status_code}: {response.content[:200]!r}")
-        self._delete_ingested()
+        delete_ingested()
         p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
         return [
             {
