@@ -220,6 +220,18 @@ class ConflictCopy(models.Model):
         ]
 
 
+class BagTerms(models.Model):
+    """Lexemes of a bag's live deposits kept beside its row, at most 512 a row (deposits.sql.bag_terms).
+
+    PostgreSQL's trigger writes these rows, with a text index column of their own (deposits/0024),
+    when a write would take a bag row's lexemes past the bound; a recount writes them again. SQLite
+    keeps no lexemes and never reads them.
+    """
+
+    user_id = models.CharField(max_length=128)
+    bag_id = models.CharField(max_length=40)
+
+
 class ContradictionQuerySet(models.QuerySet["Contradiction"]):
     def superseding(self) -> ContradictionQuerySet:
         """The edges that supersede: their source (the correction) is not soft-retracted."""

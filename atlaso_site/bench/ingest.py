@@ -56,6 +56,20 @@ def ingest_batches(total: int, *, run: str, batch: int = BATCH) -> list[Batch]:
     return batches
 
 
+def one_bag_batches(user_id: str, total: int, *, run: str, batch: int = BATCH) -> list[Batch]:
+    """`total` deposits of one owner without a scope (so in one bag), each with a word of its own,
+    as bulk calls of `batch` items."""
+    rng = random.Random(13)
+    items = [
+        {
+            "content": f"{sentence(rng)} ref{n}", "polarity": "open", "evidence_grade": "observed",
+            "idempotency_key": idempotency_key(run, "one-bag", n),
+        }
+        for n in range(total)
+    ]  # fmt: skip
+    return [(user_id, items[start : start + batch]) for start in range(0, total, batch)]
+
+
 def ingest(batches: Sequence[Batch], *, after_each: Callable[[], None] | None = None) -> None:
     """Every batch through the service layer, as the bulk endpoint calls it."""
     for user_id, items in batches:
@@ -106,6 +120,7 @@ def delete_ingested() -> None:
         cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
         cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
         cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
+        cursor.execute("DELETE FROM deposits_bagterms WHERE user_id LIKE %s", [like])
         cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
         cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
 
@@ -175,7 +190,7 @@ def _checked_now() -> None:
 # The tables a bulk write leaves dead rows in once rolled back.
 WRITTEN = (
     "deposits_deposit", "deposits_idempotencyentry", "deposits_conflictcopy", "deposits_scopebag",
-    "deposits_conflictepisode", "deposits_ownertally", "deposits_deploymenttally",
+    "deposits_conflictepisode", "deposits_ownertally", "deposits_deploymenttally", "deposits_bagterms",
 )  # fmt: skip
 
 

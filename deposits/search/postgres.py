@@ -38,7 +38,7 @@ from django.db import connection
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay, reserved_places
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
-from deposits.sql import conflict_copies
+from deposits.sql import bag_terms, conflict_copies
 from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
@@ -292,16 +292,17 @@ def _tight(
     return [lexeme for lexeme in walked if share_of.get(lexeme, floor) * expected_matches <= REPEAT_MATCHES]
 
 
-# Whether a bag whose lexemes outgrew a tsvector holds a live match, asked of its deposits. A
-# function, not the statement's own EXISTS: the aggregate is planned on every recall, and planning
-# that subquery (a join to the edges for `live`) was 0.6-0.8 ms of the statement's 1.0-1.2, for
-# bags few owners have.
+# Whether a bag whose lexemes are not all in its row matches: one whose lexemes outgrew a tsvector
+# in one write (its row's are NULL) is asked of its live deposits; one whose lexemes spilled into
+# chunks (deposits.sql.bag_terms) is asked of them. A function, not the statement's own EXISTS:
+# the aggregate is planned on every recall, and planning that subquery (a join to the edges for
+# `live`) was 0.6-0.8 ms of the statement's 1.0-1.2, for bags few owners have.
 OVERFLOW_MATCH_FUNCTION = "atlaso_overflow_bag_matches"
 
 
 def overflow_match_function_sql() -> str:
     """The function the aggregate calls, as the migrations create it (a test holds the two equal)."""
-    return f"""CREATE OR REPLACE FUNCTION {OVERFLOW_MATCH_FUNCTION}(owner text, bag text, query tsquery)
+    return f"""CREATE OR REPLACE FUNCTION {OVERFLOW_MATCH_FUNCTION}(owner text, bag text, query tsquery, row_terms tsvector)
 RETURNS boolean
 LANGUAGE plpgsql STABLE
 AS $function${_OVERFLOW_MATCH_BODY}$function$"""
@@ -309,10 +310,16 @@ AS $function${_OVERFLOW_MATCH_BODY}$function$"""
 
 _OVERFLOW_MATCH_BODY = f"""
 BEGIN
-    RETURN EXISTS (
-        SELECT 1 FROM deposits_deposit d
-        WHERE d.user_id = owner AND d.bag_id = bag AND d.search_vector @@ query AND {live_sql("d")}
-    );
+    IF row_terms IS NULL THEN
+        RETURN EXISTS (
+            SELECT 1 FROM deposits_deposit d
+            WHERE d.user_id = owner AND d.bag_id = bag AND d.search_vector @@ query AND {live_sql("d")}
+        );
+    END IF;
+    -- The row did not match (the aggregate asks it first). Recall's tsquery ORs lexemes and, for a
+    -- word the parser splits, phrases, which never match a vector without positions: so the row
+    -- and chunks together match exactly when one chunk does.
+    RETURN EXISTS (SELECT 1 FROM {bag_terms.TABLE} t WHERE t.bag_id = bag AND t.terms @@ query);
 END
 """
 
@@ -442,10 +449,10 @@ matched AS (
     SELECT {columns} FROM q, deposits_scopebag bag
     WHERE bag.user_id = %s{facets} AND bag.live_terms @@ q.q
     UNION ALL
-    -- A bag whose lexemes outgrew a tsvector is asked of its deposits instead.
+    -- A bag whose lexemes are not all in its row, unless its row matched.
     SELECT {columns} FROM q, deposits_scopebag bag
-    WHERE bag.user_id = %s{facets} AND bag.terms_overflow
-      AND {OVERFLOW_MATCH_FUNCTION}(bag.user_id, bag.id, q.q)
+    WHERE bag.user_id = %s{facets} AND bag.terms_overflow AND NOT coalesce(bag.live_terms @@ q.q, false)
+      AND {OVERFLOW_MATCH_FUNCTION}(bag.user_id, bag.id, q.q, bag.live_terms)
 )
 SELECT count(*),
        count(*) FILTER (WHERE bag.in_conflict),

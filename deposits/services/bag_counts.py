@@ -15,6 +15,7 @@ from django.utils import timezone
 from deposits.domain.types import DIRECTIONAL, Scope, is_live
 from deposits.models import Deposit, ScopeBag, is_superseded
 from deposits.search.postgres import TS_CONFIG
+from deposits.sql import bag_terms
 from deposits.sql.bulk import insert_rows
 from deposits.sql.rules import in_conflict_stored_sql, live_sql
 
@@ -151,19 +152,24 @@ TERMS_ADD_FUNCTION = "atlaso_terms_add"
 _RETURNING = f" RETURNING id, {in_conflict_stored_sql('deposits_scopebag')}"
 _TERMS_OF_TEXT = f"strip(to_tsvector('{TS_CONFIG}', {{}}))"
 # What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
+# A bag's lexemes are lost (NULL) once they outgrew a tsvector in one write; `terms_overflow` alone
+# (lexemes not NULL) says some lie in its chunks (deposits.sql.bag_terms), and a proposed row's
+# own lexemes may have gone there already (the trigger runs before the conflict is seen).
 _ADD_TERMS_ON_CONFLICT = (
-    ", live_terms = CASE WHEN deposits_scopebag.terms_overflow THEN deposits_scopebag.live_terms "
-    "ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
+    ", live_terms = CASE WHEN deposits_scopebag.terms_overflow AND deposits_scopebag.live_terms IS NULL "
+    "THEN NULL ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
+    ", terms_overflow = deposits_scopebag.terms_overflow OR excluded.terms_overflow"
 )
 # The same, with a bag whose lexemes would outgrow a tsvector marked instead of failing the write.
 _ADD_TERMS_GUARDED = (
-    ", (live_terms, terms_overflow) = (SELECT t, t IS NULL FROM "
-    f"{TERMS_ADD_FUNCTION}(deposits_scopebag.terms_overflow, deposits_scopebag.live_terms, excluded.live_terms) AS t)"
+    ", (live_terms, terms_overflow) = (SELECT t, t IS NULL OR deposits_scopebag.terms_overflow "
+    f"OR excluded.terms_overflow FROM {TERMS_ADD_FUNCTION}(deposits_scopebag.terms_overflow "
+    "AND deposits_scopebag.live_terms IS NULL, deposits_scopebag.live_terms, excluded.live_terms) AS t)"
 )
 _ADD_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET live_terms = coalesce(b.live_terms, ''::tsvector) "
     f"|| strip(to_tsvector('{TS_CONFIG}', u.text)) FROM unnest(%s::text[], %s::text[]) AS u(id, text) "
-    "WHERE b.id = u.id AND NOT b.terms_overflow"
+    "WHERE b.id = u.id AND NOT (b.terms_overflow AND b.live_terms IS NULL)"
 )
 _REFRESH_TERMS_SQL = (
     "UPDATE deposits_scopebag b SET terms_overflow = false, live_terms = ("
@@ -215,14 +221,20 @@ def _guarded_terms_update(
     params: list[object],
     one: Callable[[int], list[object]],
     fallback_sql: str | None = None,
+    *,
+    whole: tuple[str, list[object]] | None = None,
 ) -> None:
     """Run a lexeme update; a bag whose lexemes would outgrow a tsvector is marked instead.
 
-    Such a bag is rare (thousands of deposits of distinct words) and still found: recall
-    falls back to its deposits' own index for it.
+    Such a bag is rare (thousands of deposits of distinct words in one write) and still found:
+    recall falls back to its deposits' own index for it. `whole`: the update writes the bags'
+    lexemes whole (a recount), so their chunks are forgotten first (this statement picks them),
+    in the same savepoint.
     """
     try:
         with transaction.atomic(), connection.cursor() as cursor:
+            if whole is not None:
+                cursor.execute(*whole)
             cursor.execute(sql, params)
         return
     except OperationalError as error:
@@ -231,25 +243,33 @@ def _guarded_terms_update(
     for index, bag_id in enumerate(bag_ids):
         try:
             with transaction.atomic(), connection.cursor() as cursor:
+                if whole is not None:
+                    cursor.execute(_FORGET_ONE, [bag_id])
                 cursor.execute(fallback_sql or sql, one(index))
         except OperationalError as error:
             if getattr(error.__cause__, "sqlstate", None) != PROGRAM_LIMIT_EXCEEDED:
                 raise
             with connection.cursor() as cursor:
+                cursor.execute(_FORGET_ONE, [bag_id])
                 cursor.execute(
                     "UPDATE deposits_scopebag SET live_terms = NULL, terms_overflow = true WHERE id = %s",
                     [bag_id],
                 )
 
 
+_FORGET_ONE = bag_terms.forget_sql("t.bag_id = %s")
+
+
 def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str | None = None) -> None:
-    """Recompute the lexemes of bags' live deposits (PostgreSQL; SQLite searches deposits)."""
+    """Recompute the lexemes of bags' live deposits (PostgreSQL; SQLite searches deposits): each
+    bag's row and chunks hold them again, exactly (deposits.sql.bag_terms)."""
     if connection.vendor != "postgresql":
         return
     if bag_ids is not None:
         ids = sorted(set(bag_ids))
         sql = _REFRESH_TERMS_SQL.format(where="b.id = ANY(%s)")
-        _guarded_terms_update(sql, ids, [ids], lambda i: [[ids[i]]])
+        whole = (bag_terms.forget_sql("t.bag_id = ANY(%s)"), [ids])
+        _guarded_terms_update(sql, ids, [ids], lambda i: [[ids[i]]], whole=whole)
         return
     # Every bag of many owners (the benchmark loader): one grouped pass over their deposits.
     like = f"{user_prefix or ''}%"
@@ -260,7 +280,12 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
     )
     single = _REFRESH_TERMS_SQL.format(where="b.id = ANY(%s)")
     _guarded_terms_update(
-        _REFRESH_ALL_TERMS_SQL, ids, [like, like], lambda i: [[ids[i]]], fallback_sql=single
+        _REFRESH_ALL_TERMS_SQL,
+        ids,
+        [like, like],
+        lambda i: [[ids[i]]],
+        fallback_sql=single,
+        whole=(bag_terms.forget_sql("t.user_id LIKE %s"), [like]),
     )
 
 

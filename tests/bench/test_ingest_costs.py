@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from atlaso_site.bench.ingest import INGEST_PREFIX, PARTS, ingest_batches, ingest_costs
-from deposits.models import ConflictCopy, Deposit, IdempotencyEntry, ScopeBag
+from deposits.models import BagTerms, ConflictCopy, Deposit, IdempotencyEntry, ScopeBag
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +40,7 @@ def test_every_variant_writes_through_the_service_and_leaves_the_store_and_schem
     assert all(cost.rate > 0 and cost.ms_per_batch > 0 for cost in costs)
     assert seen == ["round 1 of 2 done", "round 2 of 2 done"]
     assert schema() == before
-    for model in (Deposit, ScopeBag, IdempotencyEntry, ConflictCopy):
+    for model in (Deposit, ScopeBag, IdempotencyEntry, ConflictCopy, BagTerms):
         assert not model.objects.filter(user_id__startswith=INGEST_PREFIX).exists()
 
 

@@ -329,7 +329,8 @@ def test_every_gin_index_recall_reads_keeps_a_small_pending_list(on_postgres: No
             "SELECT i.relname, i.reloptions FROM pg_index x "
             "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
             "JOIN pg_am am ON am.oid = i.relam "
-            "WHERE am.amname = 'gin' AND t.relname IN ('deposits_deposit', 'deposits_scopebag', 'deposits_conflictcopy')"
+            "WHERE am.amname = 'gin' AND t.relname IN ('deposits_deposit', 'deposits_scopebag', 'deposits_conflictcopy', "
+            "'deposits_bagterms')"
         )
         indexes = dict(cursor.fetchall())
     assert set(indexes) >= {
@@ -337,6 +338,7 @@ def test_every_gin_index_recall_reads_keeps_a_small_pending_list(on_postgres: No
         "deposit_user_repeated",
         "bag_user_terms",
         "conflict_copy_user_search",
+        "bag_terms_bag_search",
     }
     assert {
         name: options for name, options in indexes.items() if options != ["gin_pending_list_limit=256"]

@@ -120,7 +120,8 @@ class Command(BaseCommand):
                 # list then loops over the open episodes once per owner (735 ms at 1M, not 70).
                 cursor.execute(
                     "ANALYZE deposits_deposit; ANALYZE deposits_scopebag; ANALYZE deposits_contradiction; "
-                    "ANALYZE deposits_conflictepisode; ANALYZE deposits_ownertally; ANALYZE deposits_conflictcopy"
+                    "ANALYZE deposits_conflictepisode; ANALYZE deposits_ownertally; ANALYZE deposits_conflictcopy; "
+                    "ANALYZE deposits_bagterms"
                 )
         elapsed = time.perf_counter() - started
         self.stdout.write(
@@ -206,7 +207,7 @@ class Command(BaseCommand):
                 # deleting a million rows checks every foreign key one by one.
                 cursor.execute(
                     "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_resolution, "
-                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, deposits_conflictcopy, "
+                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, deposits_conflictcopy, deposits_bagterms, "
                     "deposits_conflictepisode, deposits_scopebag, deposits_recalllog, deposits_ownertally"
                 )
                 return
@@ -216,6 +217,7 @@ class Command(BaseCommand):
             cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
+            cursor.execute("DELETE FROM deposits_bagterms WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_recalllog WHERE user_id LIKE %s", [like])
             cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
