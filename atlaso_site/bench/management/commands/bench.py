@@ -427,7 +427,7 @@ class Command(BaseCommand):
         every deposit in one bag)."""
         _, secret = api_key_create(name="bench", channel_name="bench-loader", tier_name="agent_own")
         run = uuid.uuid4().hex[:8]
-        fresh = self._adds(f"{INGEST_PREFIX}{run}", count, secret, random.Random(5))
+        fresh = self._adds(f"{INGEST_PREFIX}{run}", count, secret, random.Random(5), own_word=False)
         rows = [
             self._add_row(
                 "add", "single add through the HTTP stack", "(Django test client, in process)", fresh
@@ -436,21 +436,19 @@ class Command(BaseCommand):
         if big_bag:
             owner = f"{INGEST_PREFIX}{run}-big"
             ingest(one_bag_batches(owner, big_bag, run=run))
-            big = self._adds(owner, count, secret, random.Random(6))
+            big = self._adds(owner, count, secret, random.Random(6), own_word=True)
             label = f"single add into a bag of {big_bag:,} deposits"
             rows.append(self._add_row("add_big_bag", label, "(each deposit a word of its own)", big))
         delete_ingested()
         return rows
 
     @staticmethod
-    def _adds(owner: str, count: int, secret: str, rng: random.Random) -> list[float]:
+    def _adds(owner: str, count: int, secret: str, rng: random.Random, *, own_word: bool) -> list[float]:
         client = Client(SERVER_NAME="localhost")
         samples = []
         for i in range(count):
-            body = json.dumps({
-                "content": f"{sentence(rng)} ref{rng.randrange(10**9)}", "polarity": "open",
-                "idempotency_key": f"{owner}-{i}",
-            })  # fmt: skip
+            content = f"{sentence(rng)} ref{rng.randrange(10**9)}" if own_word else sentence(rng)
+            body = json.dumps({"content": content, "polarity": "open", "idempotency_key": f"{owner}-{i}"})
             started = time.perf_counter()
             response = client.post(
                 f"/api/v1/users/{owner}/deposits", body, content_type="application/json",
