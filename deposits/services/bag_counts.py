@@ -151,10 +151,10 @@ def _in_conflict(returned: Iterable[tuple[str, object]]) -> set[str]:
 TERMS_ADD_FUNCTION = "atlaso_terms_add"
 _RETURNING = f" RETURNING id, {in_conflict_stored_sql('deposits_scopebag')}"
 _TERMS_OF_TEXT = f"strip(to_tsvector('{TS_CONFIG}', {{}}))"
-# What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
 # A bag's lexemes are lost (NULL) once they outgrew a tsvector in one write; `terms_overflow` alone
 # (lexemes not NULL) says some lie in its chunks (deposits.sql.bag_terms), and a proposed row's
 # own lexemes may have gone there already (the trigger runs before the conflict is seen).
+# What _ADD_TERMS_SQL does, as part of the counts' upsert (a new bag's row is inserted with them).
 _ADD_TERMS_ON_CONFLICT = (
     ", live_terms = CASE WHEN deposits_scopebag.terms_overflow AND deposits_scopebag.live_terms IS NULL "
     "THEN NULL ELSE coalesce(deposits_scopebag.live_terms, ''::tsvector) || excluded.live_terms END"
