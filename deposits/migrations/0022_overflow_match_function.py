@@ -1,21 +1,33 @@
-"""Recall's aggregate asks a bag whose lexemes outgrew a tsvector through a function
-(`deposits.search.postgres.overflow_match_function_sql()`; a test holds the installed body to it)
-instead of a subquery of its own, which the statement planned on every recall.
+"""Recall's aggregate asks a bag whose lexemes outgrew a tsvector through a function instead of a
+subquery of its own, which the statement planned on every recall.
+
+The function as this migration made it (deposits/0024 replaced it with the one
+`deposits.search.postgres.overflow_match_function_sql()` spells, which also asks a bag's chunks).
 """
 
 from django.db import migrations
 
-from deposits.search.postgres import OVERFLOW_MATCH_FUNCTION, overflow_match_function_sql
+FUNCTION = """CREATE OR REPLACE FUNCTION atlaso_overflow_bag_matches(owner text, bag text, query tsquery)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $function$
+BEGIN
+    RETURN EXISTS (
+        SELECT 1 FROM deposits_deposit d
+        WHERE d.user_id = owner AND d.bag_id = bag AND d.search_vector @@ query AND d.retracted_at IS NULL AND NOT EXISTS (SELECT 1 FROM deposits_contradiction c WHERE c.old_deposit_id = d.id AND c.superseding)
+    );
+END
+$function$"""
 
 
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(overflow_match_function_sql())
+        schema_editor.execute(FUNCTION)
 
 
 def backward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"DROP FUNCTION IF EXISTS {OVERFLOW_MATCH_FUNCTION}(text, text, tsquery)")
+        schema_editor.execute("DROP FUNCTION IF EXISTS atlaso_overflow_bag_matches(text, text, tsquery)")
 
 
 class Migration(migrations.Migration):

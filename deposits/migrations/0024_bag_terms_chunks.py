@@ -7,11 +7,12 @@ trigger that spills a row past the bound, and the aggregate's function that asks
 the bound are spilled. SQLite gets the bare table.
 """
 
+from importlib import import_module
+
 from django.db import migrations, models
 
 from deposits.search.postgres import OVERFLOW_MATCH_FUNCTION, overflow_match_function_sql
 from deposits.sql.bag_terms import ROW_LEXEMES, TABLE, install_sql, uninstall_sql
-from deposits.sql.rules import live_sql
 
 # A small pending list, as recall's other GIN indexes keep (deposits/0012).
 POSTGRES = [
@@ -36,25 +37,11 @@ def backward(apps, schema_editor):
         for statement in uninstall_sql():
             schema_editor.execute(statement)
         schema_editor.execute(f"DROP FUNCTION IF EXISTS {OVERFLOW_MATCH_FUNCTION}(text, text, tsquery, tsvector)")
-        schema_editor.execute(PREVIOUS_FUNCTION)
+        schema_editor.execute(import_module("deposits.migrations.0022_overflow_match_function").FUNCTION)
         # The previous function reads no chunks: a spilled bag is asked of its deposits instead.
         schema_editor.execute(
             "UPDATE deposits_scopebag SET live_terms = NULL WHERE terms_overflow AND live_terms IS NOT NULL"
         )
-
-
-# deposits/0022's function, which asked every such bag's deposits.
-PREVIOUS_FUNCTION = f"""CREATE OR REPLACE FUNCTION {OVERFLOW_MATCH_FUNCTION}(owner text, bag text, query tsquery)
-RETURNS boolean
-LANGUAGE plpgsql STABLE
-AS $function$
-BEGIN
-    RETURN EXISTS (
-        SELECT 1 FROM deposits_deposit d
-        WHERE d.user_id = owner AND d.bag_id = bag AND d.search_vector @@ query AND {live_sql("d")}
-    );
-END
-$function$"""
 
 
 class Migration(migrations.Migration):

@@ -8,7 +8,7 @@ the bag (docs/BENCHMARKS.md), and every owner who writes without a scope keeps a
 deposits in one bag.
 
 So the row holds at most ROW_LEXEMES. A write that would take it past them moves them, less those
-the bag's chunks hold already, into `deposits_bagterms`: rows of at most ROW_LEXEMES lexemes,
+the bag's chunks hold already (once it holds the row's lock), into `deposits_bagterms`: rows of at most ROW_LEXEMES lexemes,
 written once and GIN-indexed by (bag, lexeme); fewer than KEPT_IN_ROW new ones stay in the row
 instead (a bag whose words repeat spills often, but writes few chunks). The bag is marked
 (`terms_overflow`, with its row's lexemes not NULL: NULL still means a bag whose lexemes outgrew
@@ -41,13 +41,19 @@ AS $function$
 DECLARE
     fresh text[];
 BEGIN
-    -- What the bag's chunks hold already is not kept twice.
-    fresh := ARRAY(
-        SELECT lexeme FROM unnest(tsvector_to_array(NEW.live_terms)) AS lexeme
-        EXCEPT
-        SELECT unnest(tsvector_to_array(t.terms)) FROM {TABLE} t WHERE t.bag_id = NEW.id
-        ORDER BY 1
-    );
+    IF TG_OP = 'UPDATE' THEN
+        -- What the bag's chunks hold already is not kept twice. Only under the row's lock: a
+        -- proposed row (INSERT … ON CONFLICT) is spilled before it, when a recount of the bag
+        -- may be deleting the very chunks a lexeme would be left to.
+        fresh := ARRAY(
+            SELECT lexeme FROM unnest(tsvector_to_array(NEW.live_terms)) AS lexeme
+            EXCEPT
+            SELECT unnest(tsvector_to_array(t.terms)) FROM {TABLE} t WHERE t.bag_id = NEW.id
+            ORDER BY 1
+        );
+    ELSE
+        fresh := tsvector_to_array(NEW.live_terms);
+    END IF;
     IF cardinality(fresh) >= {kept_in_row} THEN
         INSERT INTO {TABLE} (user_id, bag_id, terms)
         SELECT NEW.user_id, NEW.id, array_to_tsvector(fresh[part * {row_lexemes} + 1 : (part + 1) * {row_lexemes}])

@@ -4,11 +4,13 @@ trigger with small bounds (inside the test's transaction) to reach them on small
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections import defaultdict
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,6 +112,59 @@ def test_a_word_whose_only_holder_is_retracted_superseded_or_erased_no_longer_fi
         assert recall(user_id="wide", query=word).bag_count == 0, word
     assert recall(user_id="wide", query="orca w00007x").bag_count == 1
     assert_row_and_chunks_hold_the_live_lexemes("wide")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_past_the_bound_racing_a_recount_of_its_bag_keeps_every_word_it_brings(on_postgres):
+    """The write's bag row is spilled before its lock is taken (INSERT … ON CONFLICT runs BEFORE
+    INSERT triggers first), while the recount holding that lock is deleting the bag's chunks:
+    a word the chunks held must not be left out of what the write keeps."""
+    walrus, *_ = put_many([claim("positive", "walrus", SCOPE), *notes("w", 0, 1500)], user="race")
+    recounting, resume = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def recount() -> None:  # retracts the only walrus, so the recount writes the chunks without it
+        try:
+            with transaction.atomic():
+                retract(walrus, user="race")
+                recounting.set()
+                resume.wait(timeout=60)
+        except BaseException as error:  # reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def write() -> None:  # a new walrus, among more new words than a row keeps
+        try:
+            put_many([claim("positive", "walrus again", SCOPE), *notes("v", 0, 900)], user="race")
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=recount)
+    first.start()
+    assert recounting.wait(timeout=60)
+    second = threading.Thread(target=write)
+    second.start()
+    deadline = time.monotonic() + 60
+    while not _waiting_for_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    resume.set()
+    first.join(timeout=120)
+    second.join(timeout=120)
+
+    assert not errors, errors
+    assert recall(user_id="race", query="walrus").bag_count == 1
+    assert_row_and_chunks_hold_the_live_lexemes("race")
+
+
+def _waiting_for_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] > 0
 
 
 def test_the_installed_trigger_function_and_match_function_are_the_ones_the_code_spells(on_postgres):
