@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from atlaso_site.bench.seed import VOCABULARY, sentence
+from atlaso_site.bench.store import delete_owners
 from deposits.domain.idempotency import idempotency_key
 from deposits.domain.validation import validate_bulk
 from deposits.services.deposits import deposit_add_many
@@ -114,15 +115,8 @@ def raw_insert_rate(batches: Sequence[Batch]) -> float:
 
 def delete_ingested() -> None:
     """Remove everything the ingest and single-add measurements wrote."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        like = INGEST_PREFIX + "%"
-        cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_bagterms WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
-        cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
+    with transaction.atomic():
+        delete_owners(INGEST_PREFIX)
 
 
 # --- What each structure costs the write ------------------------------------------------------

@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from atlaso_site.bench.seed import OWNER_PREFIX, copy_text, generate
+from atlaso_site.bench.store import OWNER_TABLES, delete_owners
 from deposits.models import Deposit
 from deposits.services.bag_counts import bag_terms_refresh
 from deposits.services.episodes import episodes_open_existing
@@ -199,25 +200,12 @@ class Command(BaseCommand):
                     cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", prepared(rows))
 
     def _delete_bench_owners(self) -> None:
-        with transaction.atomic(), connection.cursor() as cursor:
-            like = OWNER_PREFIX + "%"
+        with transaction.atomic():
             only_bench = not Deposit.objects.exclude(user_id__startswith=OWNER_PREFIX).exists()
             if only_bench and connection.vendor == "postgresql":
                 # A store of nothing but bench owners: emptying the tables is instant, where
                 # deleting a million rows checks every foreign key one by one.
-                cursor.execute(
-                    "TRUNCATE deposits_contradiction, deposits_idempotencyentry, deposits_resolution, "
-                    "deposits_reviewclaim, deposits_reviewskip, deposits_deposit, deposits_conflictcopy, deposits_bagterms, "
-                    "deposits_conflictepisode, deposits_scopebag, deposits_recalllog, deposits_ownertally"
-                )
+                with connection.cursor() as cursor:
+                    cursor.execute(f"TRUNCATE {', '.join(OWNER_TABLES)}, deposits_conflictcopy")
                 return
-            for table in ("deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip"):
-                cursor.execute(f"DELETE FROM {table} WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_contradiction WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_idempotencyentry WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_deposit WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_conflictepisode WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_bagterms WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_scopebag WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_recalllog WHERE user_id LIKE %s", [like])
-            cursor.execute("DELETE FROM deposits_ownertally WHERE user_id LIKE %s", [like])
+            delete_owners(OWNER_PREFIX)
