@@ -8,9 +8,10 @@ the bag (docs/BENCHMARKS.md), and every owner who writes without a scope keeps a
 deposits in one bag.
 
 So the row holds at most ROW_LEXEMES. A write that would take it past them moves them, less those
-the bag's chunks hold already (once it holds the row's lock), into `deposits_bagterms`: rows of at most ROW_LEXEMES lexemes,
-written once and GIN-indexed by (bag, lexeme); fewer than KEPT_IN_ROW new ones stay in the row
-instead (a bag whose words repeat spills often, but writes few chunks). The bag is marked
+the bag's chunks hold already (once it holds the row's lock), into `deposits_bagterms`: rows of
+at most ROW_LEXEMES lexemes, written once and GIN-indexed by (bag, lexeme); fewer than
+KEPT_IN_ROW new ones stay in the row instead (a bag whose words repeat spills often, but writes
+few chunks). The bag is marked
 (`terms_overflow`, with its row's lexemes not NULL: NULL still means a bag whose lexemes outgrew
 a tsvector in one write and are kept nowhere), and the aggregate asks its chunks of it. The row
 and the chunks together hold exactly the lexemes of the bag's live deposits: a recount (after a
