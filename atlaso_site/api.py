@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 import psycopg
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,7 +14,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from atlaso_site.access.api_keys import ApiKeyAuth
+from atlaso_site.access.api_keys import ANY_KEY, api_body_allowance
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
@@ -28,6 +27,7 @@ from atlaso_site.lib.errors import (
     AtlasoError,
     invalid,
 )
+from atlaso_site.lib.json_shape import members_over
 from atlaso_site.lib.text import first_unstorable
 from beliefs.api import router as beliefs_router
 from deposits.api import add_deposits_bulk
@@ -49,13 +49,23 @@ PER_ITEM_BODIES = {add_deposits_bulk.__name__: "items"}
 class TextCheckingParser(Parser):
     """Decodes a JSON body once and refuses a string no database can store, naming its field.
 
-    It runs after authentication, when the operation reads its body; reading it first compares
-    Content-Length with `DATA_UPLOAD_MAX_MEMORY_SIZE` (RequestDataTooBig, answered 413), so a
-    body too large is never read.
+    It runs after authentication, when the operation reads its body, which the middleware has
+    held to the operation's byte limit (413 unread). Its shape is bounded before it is parsed:
+    a few megabytes of `[0,0,…]` would otherwise cost seconds and gigabytes to decode and
+    validate, where the same bytes as one string cost nothing.
     """
 
     def parse_body(self, request: HttpRequest) -> Any:
-        data = json.loads(request.body)
+        body = request.body
+        most = api_body_allowance(request).members
+        members = members_over(body, most)
+        if members is not None:
+            raise invalid(
+                "body",
+                f"the body holds {members:,} JSON values (array elements and object members); "
+                f"this operation reads at most {most:,}",
+            )
+        data = json.loads(body)
         match = request.resolver_match
         per_item = PER_ITEM_BODIES.get(match.url_name if match else "")
         found = first_unstorable(data, skip=frozenset({per_item} if per_item else ()))
@@ -72,7 +82,7 @@ api = NinjaAPI(
     version="1",
     description="Typed, immutable memory for AI agents: deposits, recall with conflict flags, "
     "and provenance-weighted beliefs. Authenticate with `Authorization: Bearer <api key>`.",
-    auth=ApiKeyAuth(),
+    auth=ANY_KEY,
     urls_namespace="api-v1",
     parser=TextCheckingParser(),
 )
@@ -161,9 +171,9 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return render(request, AtlasoError(NOT_FOUND, "no such resource"))
 
 
-@api.exception_handler(RequestDataTooBig)
-def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+def too_large(request: HttpRequest) -> HttpResponse:
+    """413 payload_too_large, naming the operation's own limit (atlaso_site.admission)."""
+    limit = api_body_allowance(request).bytes
     return render(
         request,
         AtlasoError(
@@ -173,6 +183,11 @@ def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpRespo
             limit=limit,
         ),
     )
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return too_large(request)
 
 
 # A lost or refused connection, whichever layer raises it: Django's wrappers, or the driver's

@@ -15,7 +15,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.log import log_response
 
 from atlaso_site.access.roles import refused
-from atlaso_site.api import envelope
+from atlaso_site.admission import admit, body_allowance, is_admitted, is_api
+from atlaso_site.api import envelope, too_large
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
@@ -29,7 +30,6 @@ from atlaso_site.lib.errors import (
 from atlaso_site.lib.text import unstorable
 from atlaso_site.ui import pages
 
-API_PREFIX = "/api/"
 # The longest query string the API reads, in bytes as sent (percent-encoded). gunicorn refuses
 # a request line over 8,190 bytes, its maximum; the longest path of any operation is 801 bytes
 # (/users/{user_id}/beliefs/{key}/revisions with both 128-character parameters percent-encoded
@@ -47,8 +47,6 @@ _NOT_UTF8 = (
 # UTF-8 (repercent_broken_unicode), so such a byte shows as %80..%FF in the decoded path. No
 # path parameter of the API may hold "%", so this refuses nothing valid.
 _REPERCENTED = re.compile("%[89A-F][0-9A-F]")
-# The body a page's form may send (Django's default limit); the API has its own, larger one.
-PAGE_MAX_BODY = 2_621_440
 # The codes of the framework's own refusals, by status, from the one code → status map.
 _CODES = {ERROR_STATUS[code]: code for code in (UNAUTHORIZED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED)}
 
@@ -57,23 +55,31 @@ class ApiErrorEnvelopeMiddleware:
     """Whole-request checks of an API request's line and headers, and the JSON error envelope on
     responses the framework makes outside any operation (an unknown path, 404; method, 405).
 
-    The body is judged where it is parsed, after authentication (atlaso_site.api's parser).
+    The key is checked first, before the line, the headers and the body (atlaso_site.admission);
+    the body is judged where it is parsed (atlaso_site.api's parser).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(API_PREFIX):
-            if _content_length(request) > PAGE_MAX_BODY:
-                # The 48 MiB limit is for the API's bulks; no dashboard or login form comes near
-                # 2.5 MB, so an anonymous client cannot make a page read 48 MiB into memory.
+        if not is_api(request):
+            allowance = body_allowance(request)
+            if _content_length(request) > allowance.bytes:
+                # No form comes near its allowance, so a client cannot make a page read a large
+                # body (an anonymous one may send a login form, no more).
                 return HttpResponse(
-                    f"The request body is larger than {PAGE_MAX_BODY:,} bytes.",
+                    f"The request body is larger than {allowance.bytes:,} bytes.",
                     status=413,
                     content_type="text/plain; charset=utf-8",
                 )
             return self.get_response(request)
+        # The key, its permission and its owner before anything else (api.md), the body unread.
+        refusal = admit(request)
+        if refusal is not None:
+            return refusal
+        if is_admitted(request) and _content_length(request) > body_allowance(request).bytes:
+            return too_large(request)
         refusal = _refused_line(request)
         if refusal is not None:
             field, message = refusal
@@ -123,7 +129,7 @@ class _ChunkedInput:
                 break
             self.read_so_far += len(part)
             if self.limit is not None and self.read_so_far > self.limit:
-                raise RequestDataTooBig("Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE.")
+                raise RequestDataTooBig("Request body exceeded the operation's limit.")
             parts.append(part)
             if wanted is not None:
                 wanted -= len(part)
@@ -159,7 +165,7 @@ def read_chunked_body(request: HttpRequest) -> HttpResponse | None:
             "send it with a Content-Length header"
         )
         return JsonResponse(envelope(LENGTH_REQUIRED, message), status=ERROR_STATUS[LENGTH_REQUIRED])
-    request._stream = _ChunkedInput(meta["wsgi.input"], settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # type: ignore[attr-defined]
+    request._stream = _ChunkedInput(meta["wsgi.input"], body_allowance(request).bytes)  # type: ignore[attr-defined]
     return None
 
 
@@ -249,7 +255,7 @@ class PageErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(API_PREFIX):
+        if not is_api(request):
             problem = _unreadable_page_input(request)
             if problem is not None:
                 return pages.bad_request(problem)
@@ -257,7 +263,7 @@ class PageErrorMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         """A view's (or its template's) lost database or refusal; the API answers its own."""
-        if request.path.startswith(API_PREFIX):
+        if is_api(request):
             return None
         if isinstance(exception, pages.DATABASE_DOWN):
             return page_unavailable(request, exception)

@@ -43,7 +43,11 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
                 "--threads", str(WEB_THREADS), "--worker-connections", str(WEB_CONNECTIONS),
                 "--keep-alive", str(WEB_HEADER_TIMEOUT),
                 "--access-logfile", "-", "--graceful-timeout", "5",
-                "--limit-request-line", str(LIMIT_REQUEST_LINE)],
+                "--limit-request-line", str(LIMIT_REQUEST_LINE),
+                # gunicorn's control socket sits at one path per user, so a second server on the
+                # host would take over the first's and remove it as it stopped; the supervisor
+                # below restarts and stops gunicorn, so none is opened.
+                "--no-control-socket"],
         "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
         "beat": [python, "-m", "celery", "-A", "atlaso_site", "beat", "--loglevel", "INFO",
                  "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],

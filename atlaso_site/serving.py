@@ -2,30 +2,43 @@
 
 A gthread worker gives each connection a thread while it reads the request, so 16 clients that
 send a header line every 2 s held all of `make run`'s 2 × 8 threads and nothing else was
-answered (docs/BENCHMARKS.md, "Slow clients"). Here a connection costs a greenlet while it is
-read, and the application only ever sees a complete request:
+answered (docs/BENCHMARKS.md, "Slow clients"). Here a connection costs a greenlet, and a request
+holds one of the worker's `threads` request slots (WEB_THREADS, each with its database
+connection) only while the application computes its answer:
 
 - the request line and headers must arrive within `WEB_HEADER_TIMEOUT` seconds of the
   connection opening (or of the previous answer on a kept-alive one), else it is closed;
-- the body is read whole (in memory up to 1 MiB, then in a temporary file) before the
-  application runs, within `WEB_BODY_TIMEOUT` seconds, else a 408;
-- at most `threads` requests (WEB_THREADS) run the application at once in a worker; the others
-  wait their turn without holding a database connection, and at most `worker_connections`
-  (WEB_CONNECTIONS) connections are open per worker (the rest wait in the listen backlog);
+- before a byte of the body is read, the key, its permission and its owner are checked and the
+  route's body limit is found (atlaso_site.admission): a request refused whatever its body
+  holds, or announcing more than its route reads, is answered without reading the body (and
+  its connection closed); nothing is written to disk for an anonymous client;
+- the body is read whole (in memory up to 1 MiB, then in a temporary file), no further than
+  the route's limit, within `WEB_BODY_TIMEOUT` seconds, else a 408;
+- the answer is written after the request slot is given back (a streamed answer, whose
+  generator may still read the database, keeps it until it ends), each piece of at most 64 KiB
+  within `WEB_SEND_TIMEOUT` seconds, else the connection is closed: a client that stops
+  reading holds a greenlet and a socket, never a slot;
+- at most `worker_connections` (WEB_CONNECTIONS) connections are open per worker (the rest
+  wait in the listen backlog);
 - a request gunicorn refuses before the application (a request line over 8,190 bytes: 414;
   malformed: 400; too many or too large headers: 431) is answered in the API's error envelope.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import socket
 import tempfile
+import time
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import gevent
 from gevent.lock import BoundedSemaphore
 from gunicorn.http import errors as http_errors
+from gunicorn.http import wsgi
 from gunicorn.http.body import Body
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -34,6 +47,11 @@ from atlaso_site.lib.errors import VALIDATION_ERROR
 # A body up to this size is held in memory while it is read; a larger one goes to a temporary file.
 IN_MEMORY_BODY = 1024 * 1024
 READ_CHUNK = 64 * 1024
+# An answer is written in pieces of this size, each within WEB_SEND_TIMEOUT.
+WRITE_PIECE = 64 * 1024
+# How long, and how much, an unread body is discarded after its refusal has been sent.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 64 * 1024 * 1024
 
 _REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
     (http_errors.LimitRequestLine, 414, "URI Too Long", "request_line"),
@@ -72,7 +90,7 @@ def _setting(name: str) -> Any:
 
 class _Buffered:
     """A body read ahead: what `Body` reads from instead of the socket, then the rest, if any
-    (a chunked body longer than the API accepts is not held whole)."""
+    (a chunked body longer than its route reads is not held whole)."""
 
     def __init__(self, spool: BinaryIO, rest: Any) -> None:
         self.spool = spool
@@ -82,8 +100,52 @@ class _Buffered:
         return self.spool.read(size) or self.rest.read(size)
 
 
+class _Nothing:
+    """The body of a request answered without reading it."""
+
+    def read(self, size: int) -> bytes:
+        return b""
+
+
+class _Pieces:
+    """A whole answer, handed to the socket a piece at a time: the send timeout then bounds
+    each piece, so a slow but reading client gets a large answer and a stalled one is cut."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self.response:
+            for start in range(0, len(part), WRITE_PIECE):
+                yield part[start : start + WRITE_PIECE]
+
+    def close(self) -> None:
+        self.response.close()
+
+
+class _SlotUntilClosed:
+    """A streamed answer: its generator may read the database, so its slot is kept until it ends."""
+
+    def __init__(self, response: Any, slot: BoundedSemaphore) -> None:
+        self.response = response
+        self.slot = slot
+        self.released = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.response)
+
+    def close(self) -> None:
+        try:
+            if hasattr(self.response, "close"):
+                self.response.close()
+        finally:
+            if not self.released:
+                self.released = True
+                self.slot.release()
+
+
 class AtlasoWorker(GeventWorker):
-    """gevent's worker, with every read of a request bounded in time (see the module)."""
+    """gevent's worker, with every read and write of a request bounded (see the module)."""
 
     def init_process(self) -> None:
         self.admission = BoundedSemaphore(max(1, self.cfg.threads))
@@ -93,24 +155,105 @@ class AtlasoWorker(GeventWorker):
         os.environ.setdefault("DATABASE_POOL_SIZE", str(max(1, self.cfg.threads)))
         super().init_process()
 
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi = self._in_a_slot(self.wsgi)
+
     def timeout_ctx(self) -> gevent.Timeout:
         # Around the reading of each request line and its headers (base_async.handle): silent,
         # so a connection that did not send a request in time is closed without an answer.
         return gevent.Timeout(_setting("WEB_HEADER_TIMEOUT"), False)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
-        if not self._read_body(req, sock):
+        unread = self._refused_unread(listener_name, req, sock, addr)
+        if not unread and not self._read_body(req, sock):
             raise StopIteration()
-        with self.admission:
+        seconds = _setting("WEB_SEND_TIMEOUT")
+        sock.settimeout(seconds)
+        try:
             return super().handle_request(listener_name, req, sock, addr)
+        except TimeoutError:
+            self.log.warning(
+                "closed the connection from ip=%s: it read nothing of its answer for %s s",
+                (addr or ("",))[0],
+                seconds,
+            )
+            raise StopIteration() from None
+        finally:
+            sock.settimeout(None)
+            if unread:
+                _linger(sock)
+
+    def _in_a_slot(self, app: Any) -> Any:
+        """`app`, run in one of the worker's request slots, given back before the answer is
+        written unless the answer is streamed (then when it ends)."""
+        from django.db import close_old_connections
+
+        slot = self.admission
+
+        def serve(environ: dict[str, Any], start_response: Any) -> Any:
+            slot.acquire()
+            try:
+                response = app(environ, start_response)
+            except BaseException:
+                slot.release()
+                raise
+            if getattr(response, "streaming", False):
+                return _SlotUntilClosed(response, slot)
+            # The answer is whole (or a file): nothing it still needs holds a database
+            # connection, so the connection goes back to the pool with the slot.
+            close_old_connections()
+            slot.release()
+            if isinstance(response, environ["wsgi.file_wrapper"]):
+                return response
+            return _Pieces(response)
+
+        return serve
+
+    def _refused_unread(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
+        """Decide from the request line and headers how much body the request may send; when
+        it will be refused whatever its body holds, or announces more than that, leave the body
+        unread (the application answers it without reading) and close after the answer."""
+        announced = getattr(req.body.reader, "length", None)  # None: chunked
+        if announced == 0:
+            return False
+        with self.admission:
+            allowance = self._allowance(listener_name, req, sock, addr)
+        req.body_allowance = allowance
+        if allowance > 0 and (announced is None or announced <= allowance):
+            return False
+        req.body = Body(_Nothing())
+        req.must_close = True
+        req._expected_100_continue = False  # the answer is final: the client need not send it
+        return True
+
+    def _allowance(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> int:
+        # Imported here, in the worker once gevent has patched it (see _setting).
+        from django.core.handlers.wsgi import WSGIRequest
+        from django.db import close_old_connections
+
+        from atlaso_site.admission import preflight
+
+        expected_100_continue, req._expected_100_continue = req._expected_100_continue, False
+        try:
+            _, environ = wsgi.create(req, sock, addr, listener_name, self.cfg)
+            environ["wsgi.input"] = io.BytesIO()
+            return preflight(WSGIRequest(environ))
+        except Exception:
+            # The application decides again, and answers whatever this could not.
+            self.log.exception("could not decide a request's body allowance before reading it")
+            return 0
+        finally:
+            req._expected_100_continue = expected_100_continue
+            close_old_connections()
 
     def _read_body(self, req: Any, sock: Any) -> bool:
         """Read the body ahead within WEB_BODY_TIMEOUT; False when it did not come (a 408 sent)
         or the client went away before sending all it announced (nothing to answer)."""
         announced = getattr(req.body.reader, "length", None)  # None: chunked
-        limit = _setting("DATA_UPLOAD_MAX_MEMORY_SIZE")
-        if announced == 0 or (announced or 0) > limit:
-            return True  # nothing to read, or refused on its Content-Length by the app, unread
+        if announced == 0:
+            return True
+        limit = req.body_allowance
         if req._expected_100_continue:
             self._send(sock, b"HTTP/1.1 100 Continue\r\n\r\n")
             req._expected_100_continue = False
@@ -145,6 +288,24 @@ class AtlasoWorker(GeventWorker):
             sock.sendall(answer)
         except OSError:
             self.log.debug("could not send the refusal")
+
+
+def _linger(sock: Any) -> None:
+    """After answering a request whose body was left unread, let the client see the answer:
+    say we are done writing, then discard what it still sends for a moment (a client that
+    writes its whole body before reading would otherwise meet a reset, not the answer)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(LINGER_SECONDS)
+        deadline = time.monotonic() + LINGER_SECONDS
+        discarded = 0
+        while discarded < LINGER_BYTES and time.monotonic() < deadline:
+            chunk = sock.recv(READ_CHUNK)
+            if not chunk:
+                break
+            discarded += len(chunk)
+    except OSError:
+        pass
 
 
 def _copy(body: Body, spool: BinaryIO, limit: int) -> int:

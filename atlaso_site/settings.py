@@ -95,7 +95,10 @@ def database_pool_options() -> dict[str, object]:
             "min_size": min(2, size),
             "max_size": size,
             # A request waits this long for a free connection, then fails as `unavailable` (503).
-            "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0, low=0.1, high=300.0),
+            # A request slot comes with a connection (atlaso_site/serving.py), so a request
+            # waits here only while the database cannot be reached: an outage is answered 503
+            # with Retry-After in about this long, before a client's own timeout.
+            "timeout": env_float("DATABASE_POOL_TIMEOUT", 1.5, low=0.1, high=300.0),
         }
     }
 
@@ -382,17 +385,18 @@ JOB_STALLED_AFTER_SECONDS = env_int("JOB_STALLED_AFTER_SECONDS", 600, low=5, hig
 # How often beat sweeps the runs (and every worker once as it starts): see job_sweep.
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, low=1, high=3600)
 
-# Serving and job heartbeats (issue 22). Slow and hostile clients (atlaso_site/serving.py, the
-# web worker serve.py runs): a connection sends its request line and headers within
-# WEB_HEADER_TIMEOUT seconds of opening (or of its previous answer) or is closed, and its body
-# within WEB_BODY_TIMEOUT or is answered 408; a worker keeps at most WEB_CONNECTIONS connections
-# open and runs WEB_THREADS requests at once. A running job run's worker writes its heartbeat
-# every JOB_HEARTBEAT_SECONDS, whatever its progress; a run whose heartbeat is
-# JOB_HEARTBEAT_LOST_AFTER_SECONDS old is `lost` (its worker died), taken by a delivery of its
-# message and queued again by the sweep. (A run with no heartbeat on record, e.g. one an older
-# version started, is judged by its progress and JOB_LOST_AFTER_SECONDS, as before.)
+# Serving and job heartbeats. Slow and hostile clients (atlaso_site/serving.py, the web worker
+# serve.py runs): a connection sends its request line and headers within WEB_HEADER_TIMEOUT
+# seconds of opening (or of its previous answer) or is closed, its body within WEB_BODY_TIMEOUT
+# or is answered 408, and reads each 64 KiB of its answer within WEB_SEND_TIMEOUT or is closed;
+# a worker keeps at most WEB_CONNECTIONS connections open and runs WEB_THREADS requests at once.
+# A running job run's worker writes its heartbeat every JOB_HEARTBEAT_SECONDS, whatever its
+# progress; a run whose heartbeat is JOB_HEARTBEAT_LOST_AFTER_SECONDS old is `lost` (its worker
+# died), taken by a delivery of its message and queued again by the sweep. (A run with no
+# heartbeat on record is judged by its progress and JOB_LOST_AFTER_SECONDS.)
 WEB_HEADER_TIMEOUT = env_int("WEB_HEADER_TIMEOUT", 10, low=1, high=300)
 WEB_BODY_TIMEOUT = env_int("WEB_BODY_TIMEOUT", 60, low=1, high=3600)
+WEB_SEND_TIMEOUT = env_int("WEB_SEND_TIMEOUT", 10, low=1, high=300)
 WEB_CONNECTIONS = env_int("WEB_CONNECTIONS", 1000, low=10, high=100_000)
 JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 5.0, low=0.1, high=600.0)
 JOB_HEARTBEAT_LOST_AFTER_SECONDS = env_float("JOB_HEARTBEAT_LOST_AFTER_SECONDS", 30.0, low=1.0, high=86400.0)
@@ -440,6 +444,12 @@ API_KEY_LAST_USED_RESOLUTION_SECONDS = 60
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line": {"()": "atlaso_site.lib.logs.OneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # A request for a host this server does not serve (a scanner, a misrouted proxy) is the
+        # client's mistake, answered 400: one line says so, without the traceback Django adds.
+        "django.security.DisallowedHost": {"filters": ["one_line"], "level": "WARNING"},
+    },
 }

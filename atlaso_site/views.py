@@ -11,7 +11,8 @@ from django.contrib.auth.views import LogoutView
 from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 
-from atlaso_site.middleware import API_PREFIX, page_unavailable
+from atlaso_site.admission import is_api
+from atlaso_site.middleware import page_unavailable
 from atlaso_site.ui.pages import DATABASE_DOWN
 
 
@@ -28,6 +29,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: a lost database met outside a view (a 404 page drawing the frame, a
     middleware) is the 503 page, as in a view; any other failure is Django's 500."""
     failure = sys.exc_info()[1]
-    if isinstance(failure, DATABASE_DOWN) and not request.path.startswith(API_PREFIX):
+    if isinstance(failure, DATABASE_DOWN) and not is_api(request):
         return page_unavailable(request, failure)
     return defaults.server_error(request)

@@ -21,7 +21,7 @@ from atlaso_site.lib.idempotency import MAX_KEY_LENGTH
 from atlaso_site.lib.paging import MAX_OFFSET
 from atlaso_site.lib.text import INVISIBLE
 from atlaso_site.lib.timefmt import isoformat
-from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE
+from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE, validate_user_id
 
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
@@ -143,9 +143,12 @@ def _in_utc(value: datetime) -> datetime:
 
 
 # A `user_id` path parameter: the schema states the rule; lib.users.validate_user_id checks it,
-# after the key's permission, with the message that teaches it.
+# after the key's permission (checked before any parameter is parsed), with the message that
+# teaches it (an AtlasoError, which the validation passes through, not a ValueError).
 UserId = Annotated[
-    str, WithJsonSchema({"type": "string", "pattern": USER_ID_PATTERN.pattern, "description": USER_ID_RULE})
+    str,
+    AfterValidator(validate_user_id),
+    WithJsonSchema({"type": "string", "pattern": USER_ID_PATTERN.pattern, "description": USER_ID_RULE}),
 ]
 # An idempotency key, in a body or the Idempotency-Key header (IDEMPOTENCY_HEADER); lib.idempotency
 # checks it, with the message that teaches it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.access.api_keys import require, require_global_admin
+from atlaso_site.access.api_keys import ANY_OWNER_READ, GLOBAL_ADMIN, READ, WRITE, key_of
 from atlaso_site.lib.idempotency import sent_idempotency_key
 from atlaso_site.wire import IDEMPOTENCY_HEADER, IdempotencyKey, PageQuery, UserId, VerdictOut, with_errors
 from beliefs import selectors, services
@@ -32,6 +32,7 @@ router = Router(tags=["beliefs"])
 @router.post(
     "/users/{user_id}/beliefs/{key}/observations",
     response=with_errors(409, 411, **{"201": ObservationResultOut, "200": ObservationResultOut}),
+    auth=WRITE,
 )
 def post_observation(
     request: HttpRequest,
@@ -44,7 +45,7 @@ def post_observation(
 
     A repeat with the same idempotency key and payload within 24 h is a replay (200) that moves nothing.
     """
-    api_key = require(request, "write", user_id)
+    api_key = key_of(request)
     recorded = services.observation_record(
         user_id=user_id,
         key=key,
@@ -59,27 +60,28 @@ def post_observation(
     return Status(200 if recorded.is_idempotent_replay else 201, recorded.revision)
 
 
-@router.get("/users/{user_id}/beliefs", response=with_errors(**{"200": BeliefPageOut}))
+@router.get("/users/{user_id}/beliefs", response=with_errors(**{"200": BeliefPageOut}), auth=READ)
 def list_beliefs(request: HttpRequest, user_id: UserId, query: Query[BeliefPageQuery]):
     """An owner's beliefs; `uncertain=true` lists those the memory should ask about, not assert."""
-    require(request, "read", user_id)
     page = selectors.belief_page(
         user_id=user_id, uncertain=query.uncertain, limit=query.limit, offset=query.offset
     )
     return Status(200, page)
 
 
-@router.get("/users/{user_id}/beliefs/{key}", response=with_errors(404, **{"200": VerdictOut}))
+@router.get("/users/{user_id}/beliefs/{key}", response=with_errors(404, **{"200": VerdictOut}), auth=READ)
 def get_belief(request: HttpRequest, user_id: UserId, key: BeliefKey):
     """What the memory asserts for this key, how sure it is, and what it set aside."""
-    require(request, "read", user_id)
     return Status(200, selectors.belief_verdict(user_id=user_id, key=key))
 
 
-@router.get("/users/{user_id}/beliefs/{key}/revisions", response=with_errors(404, **{"200": RevisionPageOut}))
+@router.get(
+    "/users/{user_id}/beliefs/{key}/revisions",
+    response=with_errors(404, **{"200": RevisionPageOut}),
+    auth=READ,
+)
 def list_revisions(request: HttpRequest, user_id: UserId, key: BeliefKey, query: Query[PageQuery]):
     """The key's revision log in the order it is folded (claim time, then arrival)."""
-    require(request, "read", user_id)
     return Status(
         200, selectors.revision_page(user_id=user_id, key=key, limit=query.limit, offset=query.offset)
     )
@@ -91,21 +93,21 @@ def get_own_key(request: HttpRequest):
     return Status(200, request.auth)  # type: ignore[attr-defined]
 
 
-@router.get("/tiers", response=with_errors(**{"200": TierListOut}))
+@router.get("/tiers", response=with_errors(**{"200": TierListOut}), auth=ANY_OWNER_READ)
 def list_tiers(request: HttpRequest):
     """The provenance tiers, their ceilings and the channels bound to each.
 
     A key confined to a prefix sees only its own channel: other tenants' channel names are theirs.
     """
-    key = require(request, "read")
+    key = key_of(request)
     only = key.channel.name if key.user_prefix else None
     return Status(200, {"items": selectors.tier_list(only_channel=only)})
 
 
-@router.put("/tiers/{name}", response=with_errors(404, 411, **{"200": TierChangeOut}))
+@router.put("/tiers/{name}", response=with_errors(404, 411, **{"200": TierChangeOut}), auth=GLOBAL_ADMIN)
 def put_tier(request: HttpRequest, name: TierName, payload: TierIn):
     """Change a tier's ceiling (admin, confined to no prefix: tiers are global); affected beliefs are rebuilt."""
-    key = require_global_admin(request)
+    key = key_of(request)
     tier, job = services.tier_update(
         name=name, ceiling=payload.ceiling, description=payload.description, actor=f"api key {key.name}"
     )
@@ -113,10 +115,12 @@ def put_tier(request: HttpRequest, name: TierName, payload: TierIn):
     return Status(200, tier)
 
 
-@router.post("/channels", response=with_errors(411, **{"200": ChannelOut, "201": ChannelOut}))
+@router.post(
+    "/channels", response=with_errors(411, **{"200": ChannelOut, "201": ChannelOut}), auth=GLOBAL_ADMIN
+)
 def post_channel(request: HttpRequest, payload: ChannelIn):
     """Create a channel on a tier, or rebind one (admin, confined to no prefix: channels are global)."""
-    key = require_global_admin(request)
+    key = key_of(request)
     existed = Channel.objects.filter(name=payload.name).exists()
     channel, job = services.channel_bind(
         name=payload.name,

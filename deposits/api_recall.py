@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.access.api_keys import require
+from atlaso_site.access.api_keys import READ
 from atlaso_site.wire import UserId, with_errors
 from deposits.schemas import BagDetailOut, BagId, BagPageOut, BagQuery, RecallQuery, SearchResultsOut
 from deposits.selectors import bags
@@ -15,10 +15,9 @@ from deposits.services import deposits as services
 router = Router(tags=["recall"])
 
 
-@router.get("/users/{user_id}/recall", response=with_errors(**{"200": SearchResultsOut}))
+@router.get("/users/{user_id}/recall", response=with_errors(**{"200": SearchResultsOut}), auth=READ)
 def recall_deposits(request: HttpRequest, user_id: UserId, query: Query[RecallQuery]):
     """Search an owner's memory: hits with their bag's flags, and flags over every matching bag."""
-    require(request, "read", user_id)
     results = recall(
         user_id=user_id,
         query=query.q,
@@ -30,10 +29,9 @@ def recall_deposits(request: HttpRequest, user_id: UserId, query: Query[RecallQu
     return Status(200, results)
 
 
-@router.get("/users/{user_id}/bags", response=with_errors(**{"200": BagPageOut}))
+@router.get("/users/{user_id}/bags", response=with_errors(**{"200": BagPageOut}), auth=READ)
 def list_bags(request: HttpRequest, user_id: UserId, query: Query[BagQuery]):
     """An owner's scope bags with live statistics; `conflict=true` lists only disagreeing ones."""
-    require(request, "read", user_id)
     page = bags.bag_page(
         user_id=user_id,
         conflict=query.conflict,
@@ -44,8 +42,7 @@ def list_bags(request: HttpRequest, user_id: UserId, query: Query[BagQuery]):
     return Status(200, page)
 
 
-@router.get("/users/{user_id}/bags/{bag_id}", response=with_errors(404, **{"200": BagDetailOut}))
+@router.get("/users/{user_id}/bags/{bag_id}", response=with_errors(404, **{"200": BagDetailOut}), auth=READ)
 def get_bag(request: HttpRequest, user_id: UserId, bag_id: BagId):
     """One bag with its deposits, live and superseded, marked."""
-    require(request, "read", user_id)
     return Status(200, bags.bag_detail(user_id=user_id, bag_id=bag_id))

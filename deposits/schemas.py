@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, FailFast, Field
 
 from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.lib.paging import MAX_OFFSET
@@ -128,9 +128,13 @@ class DepositFields(Schema):
     polarity: Polarity = "open"
     evidence_grade: EvidenceGrade = "anecdotal"
     scope: ScopeIn | None = None
-    tags: list[Tag] = Field([], json_schema_extra={"maxItems": MAX_LIST})
-    artifact_refs: list[ArtifactRef] = Field([], json_schema_extra={"maxItems": MAX_LIST})
-    contradicts: list[DepositRef] = Field([], json_schema_extra={"maxItems": MAX_CONTRADICTS})
+    tags: Annotated[list[Tag], FailFast()] = Field([], json_schema_extra={"maxItems": MAX_LIST})
+    artifact_refs: Annotated[list[ArtifactRef], FailFast()] = Field(
+        [], json_schema_extra={"maxItems": MAX_LIST}
+    )
+    contradicts: Annotated[list[DepositRef], FailFast()] = Field(
+        [], json_schema_extra={"maxItems": MAX_CONTRADICTS}
+    )
     author: ProvenanceText | None = None
     author_role: ProvenanceText | None = None
     task_id: ProvenanceText | None = None
@@ -164,12 +168,14 @@ class BulkItemIn(DepositFields):
 class BulkIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    items: list[BulkItemIn] = Field(json_schema_extra={"maxItems": MAX_BULK_ITEMS})
+    items: Annotated[list[BulkItemIn], FailFast()] = Field(json_schema_extra={"maxItems": MAX_BULK_ITEMS})
     on_gate_reject: Literal["skip", "abort"] = "skip"
 
 
 class ContradictIn(DepositFields):
-    contradicts: list[DepositRef] = Field(json_schema_extra={"minItems": 1, "maxItems": MAX_CONTRADICTS})
+    contradicts: Annotated[list[DepositRef], FailFast()] = Field(
+        json_schema_extra={"minItems": 1, "maxItems": MAX_CONTRADICTS}
+    )
     reason: Reason
     idempotency_key: IdempotencyKey | None = None
 

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import Query, Router, Schema, Status
 
-from atlaso_site.access.api_keys import require, require_global_admin, require_unconfined
+from atlaso_site.access.api_keys import GLOBAL_ADMIN, READ, UNCONFINED_READ
 from atlaso_site.wire import UserId, with_errors
 from diagnostics import selectors
 from diagnostics.schemas import (
@@ -26,17 +26,15 @@ from diagnostics.schemas import (
 router = Router(tags=["diagnostics"])
 
 
-@router.get("/users/{user_id}/health", response=with_errors(**{"200": DiagnosticsOut}))
+@router.get("/users/{user_id}/health", response=with_errors(**{"200": DiagnosticsOut}), auth=READ)
 def health(request: HttpRequest, user_id: UserId, query: Query[HealthQuery]):
     """The owner's Field Maturity Index, its four pillars, and a one-line verdict."""
-    require(request, "read", user_id)
     return Status(200, selectors.health(user_id=user_id, window_days=query.window_days))
 
 
-@router.get("/users/{user_id}/health/history", response=with_errors(**{"200": HealthHistoryOut}))
+@router.get("/users/{user_id}/health/history", response=with_errors(**{"200": HealthHistoryOut}), auth=READ)
 def health_history(request: HttpRequest, user_id: UserId, query: Query[DaysQuery]):
     """The owner's FMI snapshots over the last `days`, oldest first, and its conflict backlog now."""
-    require(request, "read", user_id)
     now = timezone.now()
     return _trend(
         HealthHistoryOut,
@@ -46,13 +44,12 @@ def health_history(request: HttpRequest, user_id: UserId, query: Query[DaysQuery
     )
 
 
-@router.get("/diagnostics", response=with_errors(**{"200": DeploymentHealthOut}))
+@router.get("/diagnostics", response=with_errors(**{"200": DeploymentHealthOut}), auth=GLOBAL_ADMIN)
 def deployment_health(request: HttpRequest, query: Query[DaysQuery]):
     """The whole deployment: its health now, its snapshots over `days`, and the conflict backlog.
 
     Needs an admin key confined to no prefix: it pools every owner.
     """
-    require_global_admin(request)
     now = timezone.now()
     return _trend(
         DeploymentHealthOut,
@@ -76,19 +73,17 @@ def _trend(schema: type[Schema], fields: dict[str, Any], *, points: str, backlog
     return HttpResponse("{" + text + "}", content_type="application/json; charset=utf-8")
 
 
-@router.get("/users/{user_id}/peek", response=with_errors(**{"200": PeekOut}))
+@router.get("/users/{user_id}/peek", response=with_errors(**{"200": PeekOut}), auth=READ)
 def peek(request: HttpRequest, user_id: UserId, query: Query[PeekQuery]):
     """A glance at an owner: newest live deposits, how many there are, FMI, recent conflict."""
-    require(request, "read", user_id)
     return Status(200, selectors.peek(user_id=user_id, limit=query.limit))
 
 
-@router.get("/calibration", response=with_errors(**{"200": CalibrationOut}))
+@router.get("/calibration", response=with_errors(**{"200": CalibrationOut}), auth=UNCONFINED_READ)
 def calibration(request: HttpRequest):
     """How well belief probabilities match confirmed outcomes (Brier, ECE), overall and per tier.
 
     Until `is_frequency` is true there are too few outcomes: read probabilities as a ranking.
     Deployment-wide (it pools every owner's outcomes), so a key confined to a prefix gets 403.
     """
-    require_unconfined(request, "read")
     return Status(200, selectors.calibration())

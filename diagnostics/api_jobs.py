@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from atlaso_site.access.api_keys import require_global_admin
+from atlaso_site.access.api_keys import GLOBAL_ADMIN
 from atlaso_site.job_runs import selectors
 from atlaso_site.job_runs.models import Trigger
 from atlaso_site.wire import UuidText, with_errors
@@ -17,25 +17,22 @@ from diagnostics.schemas import JobName, JobRunOut, JobRunPageOut, JobRunQuery
 router = Router(tags=["jobs"])
 
 
-@router.get("/jobs", response=with_errors(**{"200": JobRunPageOut}))
+@router.get("/jobs", response=with_errors(**{"200": JobRunPageOut}), auth=GLOBAL_ADMIN)
 def list_job_runs(request: HttpRequest, query: Query[JobRunQuery]):
     """Runs of every job, newest queued first; `status=lost` or `stalled` finds runs that stopped moving."""
-    require_global_admin(request)
     page = selectors.job_run_page(
         name=query.name, status=query.status, limit=query.limit, offset=query.offset
     )
     return Status(200, page)
 
 
-@router.get("/jobs/{id}", response=with_errors(404, **{"200": JobRunOut}))
+@router.get("/jobs/{id}", response=with_errors(404, **{"200": JobRunOut}), auth=GLOBAL_ADMIN)
 def get_job_run(request: HttpRequest, id: UuidText):
     """One run: its status as reported, progress (done of total), counts and error."""
-    require_global_admin(request)
     return Status(200, selectors.job_run_get(run_id=id))
 
 
-@router.post("/jobs/{name}/runs", response=with_errors(404, **{"202": JobRunOut}))
+@router.post("/jobs/{name}/runs", response=with_errors(404, **{"202": JobRunOut}), auth=GLOBAL_ADMIN)
 def start_job_run(request: HttpRequest, name: JobName):
     """Queue a run of the job (trigger `api`); a worker takes it. Follow it at /jobs/{id}."""
-    require_global_admin(request)
     return Status(202, job_runner.job_start(name=name, trigger=Trigger.API))

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RoutePattern
 
-from atlaso_site.middleware import API_PREFIX
+from atlaso_site.admission import API_PREFIX
 
 # A valid value of each path converter.
 SAMPLES = {"str": "alice", "path": "1", "int": "1", "uuid": "00000000-0000-4000-8000-000000000001"}

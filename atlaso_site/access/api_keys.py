@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -17,7 +18,6 @@ from ninja.security import HttpBearer
 
 from atlaso_site.lib.errors import FORBIDDEN, AtlasoError
 from atlaso_site.lib.secrets import hash_secret
-from atlaso_site.lib.user_ids import validate_user_id
 from beliefs.models import ApiKey, Channel, ProvenanceTier
 
 
@@ -87,8 +87,63 @@ def key_by_secret_hash(secret_hash: str) -> ApiKey | None:
     return key
 
 
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BodyAllowance:
+    """How large an operation's body may be, decided before a byte of it is read.
+
+    `bytes` bounds what is read (never more than DATA_UPLOAD_MAX_MEMORY_SIZE); `members` bounds
+    its shape: the commas outside strings, so array elements and object members in all, counted
+    before the JSON is parsed, since parsing and validating millions of tiny values costs
+    seconds and gigabytes where the same bytes as one string cost nothing.
+    """
+
+    bytes: int
+    members: int
+
+
+# One claim, observation, tier or channel. The widest legal one (8,000 characters at 6 bytes
+# each, every list at its limit) is under 100 kB and has under 200 members; a body this size is
+# held in memory while it is read (atlaso_site/serving.py), never written to disk.
+SMALL_BODY = BodyAllowance(bytes=1 * MiB, members=1_000)
+Permission = str | Callable[[HttpRequest], str]
+
+
 class ApiKeyAuth(HttpBearer):
-    """`Authorization: Bearer <key>`; a missing, unknown or revoked key answers 401."""
+    """`Authorization: Bearer <key>` and what the operation asks of the key, checked before the
+    operation reads its path, query or body (api.md: "Authentication, the owner check and the
+    permission check come before everything else").
+
+    A missing, unknown or revoked key answers 401; a key without `permission`, or confined to
+    a prefix the path's `user_id` does not start with (`owner`), or confined at all for a
+    deployment-wide operation (`unconfined`), answers 403. The same object says how large the
+    operation's body may be (`body`), which the server reads only after this check passes.
+    """
+
+    def __init__(
+        self,
+        permission: Permission | None = None,
+        *,
+        owner: bool = False,
+        unconfined: bool = False,
+        body: BodyAllowance = SMALL_BODY,
+    ) -> None:
+        super().__init__()
+        self.permission = permission
+        self.owner = owner
+        self.unconfined = unconfined
+        self.body = body
+
+    def __call__(self, request: HttpRequest) -> ApiKey | None:
+        if getattr(request, "admitted_by", None) is self:
+            return request.auth  # type: ignore[attr-defined]  # checked already, before the body
+        key = super().__call__(request)
+        if key is not None:
+            self.check(request, key)
+            request.admitted_by = self  # type: ignore[attr-defined]
+        return key
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         if not token or len(token) > 200:
@@ -103,39 +158,55 @@ class ApiKeyAuth(HttpBearer):
             key.last_used_at = now
         return key
 
+    def check(self, request: HttpRequest, key: ApiKey) -> None:
+        """403 unless `key` may make this request; the owner is read from the path, unparsed.
 
-def require(request: HttpRequest, permission: str, user_id: str | None = None) -> ApiKey:
-    """The request's key, if it has `permission` and may see `user_id`; else 403.
-
-    A prefix mismatch answers 403 whether or not the owner exists, so a confined key
-    never learns which owners live outside its prefix.
-    """
-    key: ApiKey = request.auth  # type: ignore[attr-defined]
-    if not key.has_permission(permission):
-        raise AtlasoError(FORBIDDEN, f"this API key lacks the {permission!r} permission")
-    if user_id is not None:
-        validate_user_id(user_id)
-        if not key.may_access(user_id):
-            raise AtlasoError(FORBIDDEN, f"this API key is confined to user_ids starting {key.user_prefix!r}")
-    return key
-
-
-def require_unconfined(request: HttpRequest, permission: str) -> ApiKey:
-    """The request's key, if it has `permission` and is confined to no prefix; else 403.
-
-    Deployment-wide reads and global changes span every owner, so a key confined to some
-    owners may not make them.
-    """
-    key = require(request, permission)
-    if key.user_prefix:
-        raise AtlasoError(
-            FORBIDDEN,
-            f"this API key is confined to user_ids starting {key.user_prefix!r}; deployment-wide "
-            f"operations need a key with {permission!r} confined to no prefix",
-        )
-    return key
+        A prefix mismatch answers 403 whether or not the owner exists, or even whether the
+        user_id is well formed, so a confined key never learns which owners live outside its
+        prefix; a malformed user_id the key could reach is the operation's 422 (wire.UserId).
+        """
+        permission = self.permission(request) if callable(self.permission) else self.permission
+        if permission is not None and not key.has_permission(permission):
+            raise AtlasoError(FORBIDDEN, f"this API key lacks the {permission!r} permission")
+        if self.unconfined and key.user_prefix:
+            raise AtlasoError(
+                FORBIDDEN,
+                f"this API key is confined to user_ids starting {key.user_prefix!r}; deployment-wide "
+                f"operations need a key with {permission!r} confined to no prefix",
+            )
+        if self.owner:
+            match = request.resolver_match
+            user_id = str(match.kwargs.get("user_id", "")) if match else ""
+            if not key.may_access(user_id):
+                raise AtlasoError(
+                    FORBIDDEN, f"this API key is confined to user_ids starting {key.user_prefix!r}"
+                )
 
 
-def require_global_admin(request: HttpRequest) -> ApiKey:
-    """The request's key, if it holds `admin` and is confined to no prefix; else 403."""
-    return require_unconfined(request, "admin")
+def api_body_allowance(request: HttpRequest) -> BodyAllowance:
+    """The body the operation that admitted this request may read (none before one has)."""
+    rule = getattr(request, "admitted_by", None)
+    if not isinstance(rule, ApiKeyAuth):
+        return BodyAllowance(bytes=0, members=0)
+    ceiling = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return BodyAllowance(bytes=min(rule.body.bytes, ceiling), members=rule.body.members)
+
+
+def erase_when_hard(request: HttpRequest) -> str:
+    """Retracting needs `write`; erasing (`?mode=hard`) needs `erase`."""
+    return "erase" if request.GET.get("mode") == "hard" else "write"
+
+
+def key_of(request: HttpRequest) -> ApiKey:
+    """The key the operation's ApiKeyAuth admitted."""
+    return request.auth  # type: ignore[attr-defined]
+
+
+# The rules the operations name (`auth=`); an operation with its own body allowance makes its own.
+ANY_KEY = ApiKeyAuth()
+READ = ApiKeyAuth("read", owner=True)
+WRITE = ApiKeyAuth("write", owner=True)
+RETRACT = ApiKeyAuth(erase_when_hard, owner=True)
+ANY_OWNER_READ = ApiKeyAuth("read")
+UNCONFINED_READ = ApiKeyAuth("read", unconfined=True)
+GLOBAL_ADMIN = ApiKeyAuth("admin", unconfined=True)

@@ -163,9 +163,10 @@ def dashboard(request: HttpRequest) -> dict[str, Any]:
     """Context processor: `is_reviewer`, `is_operator` and the frame's `navigation`.
 
     Each is a callable, so a template that never uses them (the admin, an error page) costs
-    no query; a template that does reads the user's groups once.
+    no query; a template that does reads the user's groups once. A page drawn before the
+    authentication middleware ran (the 400 for an unknown Host) has no user: it is anonymous.
     """
-    user = request.user
+    user = getattr(request, "user", None) or AnonymousUser()
 
     def navigation() -> list[dict[str, Any]]:
         held = roles_of(user)
