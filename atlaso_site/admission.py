@@ -14,6 +14,7 @@ read, and no body is read past its route's limit:
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from ninja.errors import AuthenticationError
@@ -91,6 +92,10 @@ def body_allowance(request: HttpRequest) -> BodyAllowance:
 def preflight(request: HttpRequest) -> int:
     """The bytes of body the server may read for this request before the application runs:
     0 when it will be refused whatever the body holds (it is then not read at all)."""
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return 0
     if is_api(request) and admit(request) is not None:
         return 0
     return body_allowance(request).bytes

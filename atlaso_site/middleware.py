@@ -4,13 +4,14 @@ page (the dashboard, the login, the admin) as pages: 400, 503 with Retry-After, 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.log import log_response
 
@@ -74,6 +75,12 @@ class ApiErrorEnvelopeMiddleware:
                     content_type="text/plain; charset=utf-8",
                 )
             return self.get_response(request)
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            # A host this server does not serve: nothing of the request is the API's to judge.
+            logging.getLogger("django.security.DisallowedHost").warning("%s", exc)
+            return JsonResponse(envelope(VALIDATION_ERROR, str(exc), field="Host"), status=400)
         # The key, its permission and its owner before anything else (api.md), the body unread.
         refusal = admit(request)
         if refusal is not None:
