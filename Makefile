@@ -13,7 +13,7 @@ BASE_PYTHON ?= $(firstword $(foreach p,$(PY_CANDIDATES),$(shell $(p) -c 'import 
 
 # make run serves with DEBUG off, so it needs a secret key. Unless SECRET_KEY or SECRET_KEY_FILE
 # is given, one is made once in var/secret-key (readable by its owner only) and SECRET_KEY_FILE
-# names it; the settings read it from there, and so does a manage.py command given the same.
+# names it; the settings read it from there, and manage.py finds it there by itself.
 ifeq ($(SECRET_KEY)$(SECRET_KEY_FILE),)
 export SECRET_KEY_FILE := $(abspath $(or $(ATLASO_VAR_DIR),var))/secret-key
 KEY_FILE := $(SECRET_KEY_FILE)
