@@ -19,6 +19,9 @@ from atlaso.cli import main as atlaso_cli
 from atlaso.mcp_server import build_server
 from tests.client.served import ROOT, free_port
 
+# make run's state is SQLite under var/ whatever the suite's database: one pass is enough.
+pytestmark = pytest.mark.once
+
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 # Where a command is meant to be typed: the checkout `make run` runs in.
 CHECKOUT = ROOT
