@@ -9,6 +9,7 @@ import io
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,20 @@ def test_without_a_secret_key_anywhere_manage_py_says_so_in_one_line(
         "manage.py: SECRET_KEY is required when DEBUG is off; set SECRET_KEY, or SECRET_KEY_FILE to a "
         "file holding it (make run writes one to var/secret-key), or DEBUG=true for local use"
     ]
+
+
+def test_the_mcp_sdk_hint_installs_the_extras_requirement_into_the_python_running_atlaso(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # As where the extra is missing: importing the MCP server fails on `mcp`.
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "atlaso.mcp_server", raising=False)
+    err = io.StringIO()
+    assert atlaso_cli(["mcp"], out=io.StringIO(), err=err) == 1
+    said, command = err.getvalue().rstrip("\n").split(": ", 1)
+    assert said == 'atlaso mcp needs the MCP SDK (what pip install "atlaso[mcp]" adds)'
+    assert command == f"{sys.executable} -m pip install 'mcp<3,>=2.3'"
+    # Here the requirement is met, so pip answers from what is installed, without the network.
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Requirement already satisfied: mcp<3,>=2.3" in done.stdout, done.stderr
