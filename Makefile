@@ -13,7 +13,7 @@ BASE_PYTHON ?= $(firstword $(foreach p,$(PY_CANDIDATES),$(shell $(p) -c 'import 
 
 # make run serves with DEBUG off, so it needs a secret key. Unless SECRET_KEY or SECRET_KEY_FILE
 # is given, one is made once in var/secret-key (readable by its owner only) and SECRET_KEY_FILE
-# names it; the settings read it from there, and so does a manage.py command given the same.
+# names it; the settings read it from there, and manage.py finds it there by itself.
 ifeq ($(SECRET_KEY)$(SECRET_KEY_FILE),)
 export SECRET_KEY_FILE := $(abspath $(or $(ATLASO_VAR_DIR),var))/secret-key
 KEY_FILE := $(SECRET_KEY_FILE)
@@ -26,7 +26,7 @@ PORT ?= 8000
 
 help:
 	@echo "make run   set up, then serve Atlaso on http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
-	@echo "make test  set up, then run the whole test suite"
+	@echo "make test  set up, then run the whole test suite (on PostgreSQL too when DATABASE_URL is set)"
 
 $(VENV)/.installed: requirements.txt clients/python/pyproject.toml
 	@if [ -z "$(BASE_PYTHON)" ]; then \
@@ -56,6 +56,13 @@ run: setup
 	@$(PY) -m atlaso_site.serve --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed
+	@if [ -z "$$DATABASE_URL" ]; then \
+		echo "== DATABASE_URL is not set: the suite runs on SQLite only, and the PostgreSQL pass is skipped"; \
+		echo "   (the tests marked postgres and the fault tests skip). Both passes, as CI runs them, with a"; \
+		echo "   PostgreSQL server you can reach:"; \
+		echo "   DATABASE_URL=postgres://postgres@127.0.0.1:5432/atlaso REDIS_URL=redis://127.0.0.1:6379/0 make test"; \
+	else \
+		echo "== The suite on PostgreSQL (DATABASE_URL), then once more on SQLite =="; fi
 	@$(PY) -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then \
 		echo "== The same suite on the embedded SQLite database (the browser tests ran above) =="; \

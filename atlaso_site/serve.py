@@ -48,10 +48,30 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
                 # host would take over the first's and remove it as it stopped; the supervisor
                 # below restarts and stops gunicorn, so none is opened.
                 "--no-control-socket"],
-        "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        "beat": [python, "-m", "celery", "-A", "atlaso_site", "beat", "--loglevel", "INFO",
+        # --quiet: no banner (a page of ASCII art, the configuration and the task list on every
+        # start); the log lines, warnings and errors are as INFO has them.
+        "worker": [python, "-m", "celery", "-A", "atlaso_site", "--quiet", "worker", "--loglevel", "INFO",
+                   "--concurrency", "2"],
+        "beat": [python, "-m", "celery", "-A", "atlaso_site", "--quiet", "beat", "--loglevel", "INFO",
                  "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
     }  # fmt: skip
+
+
+# Celery's worker warns at length on every start when it runs as root, as make run often does (in
+# a container, or as a VM's one user). serve says so in one line of its own instead, and gives the
+# children a filter for that warning alone (a message filter: the start of its text), so every
+# other warning and error still shows.
+ROOT_WARNING = "You're running the worker with superuser privileges"
+AS_ROOT = (
+    "running as root: the Celery worker runs its tasks with root's rights, which Celery warns "
+    "against (its warning is left out here). Celery allows it because the worker accepts JSON "
+    "messages only, never pickle; run as an ordinary user to avoid it."
+)
+
+
+def without_the_root_warning(pythonwarnings: str) -> str:
+    """PYTHONWARNINGS with a filter that ignores Celery's warning about root, and nothing else."""
+    return ",".join(part for part in (pythonwarnings, f"ignore:{ROOT_WARNING}") if part)
 
 
 FIRST_DELAY = 1.0
@@ -174,6 +194,9 @@ def main() -> int:
     supervisor = Supervisor(commands(args.host, args.port))
     print(f"\nAtlaso is starting: open http://{args.host}:{args.port}/ "
           f"(API docs at http://{args.host}:{args.port}/api/v1/docs). Ctrl-C stops everything.\n", flush=True)  # fmt: skip
+    if os.geteuid() == 0:
+        log(AS_ROOT)
+        os.environ["PYTHONWARNINGS"] = without_the_root_warning(os.environ.get("PYTHONWARNINGS", ""))
     return supervisor.run()
 
 

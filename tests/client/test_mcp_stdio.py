@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -134,3 +137,69 @@ def test_streamable_http_serves_the_same_tools_to_a_remote_agent(served: ServedA
         process.wait(timeout=10)
     assert not found.is_error
     assert [hit["content"] for hit in found.structured_content["items"]] == ["likes tea over HTTP"]
+
+
+BAD_CALLS = ROOT / "var" / "test-artifacts" / "mcp-bad-calls.txt"
+
+
+def test_a_bad_owner_and_an_unknown_argument_answer_tool_errors_saying_why_and_nothing_crashes(
+    served: ServedAtlaso, owner: str, tmp_path
+):
+    stderr = (tmp_path / "stderr.txt").open("w+")
+    lines = [f"$ ATLASO_USER={owner} atlaso mcp   (stdio, driven by mcp.Client)"]
+    calls = (
+        ("add", {"content": "prefers tea", "user_id": "alice smith"}),
+        ("recall", {"query": "tea", "limt": 3}),
+    )
+
+    async def main() -> list[Any]:
+        answers = []
+        async with Client(stdio_client(server(served, key="client-rw", user=owner), errlog=stderr)) as client:
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                lines.append(f"\n>>> tools/call {name} {json.dumps(arguments)}")
+                lines.append(f"<<< isError={str(result.is_error).lower()}: {result.content[0].text}")
+                answers.append(result)
+        return answers
+
+    bad_owner, unknown = asyncio.run(main())
+    stderr.seek(0)
+    log = stderr.read()
+    lines.append(f"\n(the server's stderr: {log.strip() or 'nothing'})")
+    BAD_CALLS.parent.mkdir(parents=True, exist_ok=True)
+    BAD_CALLS.write_text("\n".join(lines) + "\n")
+
+    assert bad_owner.is_error and "field user_id" in bad_owner.content[0].text
+    assert "got 'alice smith'" in bad_owner.content[0].text
+    assert unknown.is_error and "unknown argument 'limt' (did you mean 'limit'?)" in unknown.content[0].text
+    assert "Traceback" not in log and "unexpected exception" not in log, log
+
+
+def test_streamable_http_says_on_stderr_where_it_listens_and_writes_nothing_on_stdout(
+    served: ServedAtlaso, owner: str
+):
+    params = server(served, key="client-rw", user=owner)
+    # Port 0: any free port; the line says which.
+    process = subprocess.Popen(
+        [params.command, "mcp", "--transport", "streamable-http", "--port", "0"],
+        env=params.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    said: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [said.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        first = said.get(timeout=30)
+        url = re.fullmatch(
+            r"atlaso mcp: serving streamable HTTP at (http://127\.0\.0\.1:\d+/mcp) \(Ctrl-C stops it\)\n",
+            first,
+        )
+        assert url, first
+
+        async def main() -> Any:
+            async with Client(url.group(1)) as client:
+                return await client.list_tools()
+
+        assert len(asyncio.run(main()).tools) == 10
+    finally:
+        process.terminate()
+        out, _ = process.communicate(timeout=10)
+    assert out == ""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 
 from atlaso import AsyncMemory
@@ -234,3 +237,122 @@ def test_the_owner_argument_says_whether_the_server_has_a_default(served: Served
 
     assert "Leave it out for this server's default owner, 'alice'." in owner_help("alice")
     assert "Required: this server has no default owner (ATLASO_USER is unset)." in owner_help(None)
+
+
+# The least each tool needs besides user_id, to reach the owner.
+MINIMAL = {
+    "add": {"content": "likes tea"},
+    "recall": {"query": "tea"},
+    "get": {"deposit_id": "dep_missing"},
+    "list_recent": {},
+    "contradict": {"content": "likes coffee", "contradicts": ["dep_missing"], "reason": "said so"},
+    "retract": {"deposit_id": "dep_missing", "reason": "wrong"},
+    "health": {},
+    "peek": {},
+    "add_many": {"items": [{"content": "x", "idempotency_key": "k1"}]},
+    "conflicts": {},
+}
+
+
+def crashes(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the server logged as a crash (a traceback), rather than as a tool error."""
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+def test_a_bad_user_id_on_any_tool_is_a_tool_error_naming_it_without_a_crash(
+    served: ServedAtlaso, caplog: pytest.LogCaptureFixture
+):
+    async def work(client: Client) -> dict[str, str]:
+        answers = {}
+        for name, arguments in MINIMAL.items():
+            result = await client.call_tool(name, {**arguments, "user_id": "bad id!"})
+            assert result.is_error, name
+            answers[name] = result.content[0].text
+        return answers
+
+    assert set(MINIMAL) == TOOLS
+    for name, text in session(served, work).items():
+        assert text.startswith(f"Error executing tool {name}: Invalid input (field user_id): "), text
+        assert "user_id must be 1..128 characters of letters, digits" in text and "got 'bad id!'" in text
+    assert crashes(caplog) == []
+
+
+def test_an_owner_refused_by_the_clients_own_validator_is_a_tool_error_saying_why(
+    served: ServedAtlaso, caplog: pytest.LogCaptureFixture
+):
+    def tenants_only(user_id: str) -> None:
+        if not user_id.startswith("tenant-a:"):
+            raise ValueError("this agent may only reach owners of tenant-a")
+
+    async def main() -> Any:
+        memory = AsyncMemory(
+            api_key=served.keys["client-rw"], base_url=served.url, validate_user_id=tenants_only
+        )
+        async with memory, Client(build_server(memory)) as client:
+            return await client.call_tool("peek", {"user_id": "alice"})
+
+    refused = asyncio.run(main())
+    assert refused.is_error
+    assert refused.content[0].text == (
+        "Error executing tool peek: user_id 'alice' is refused: this agent may only reach owners of tenant-a"
+    )
+    assert crashes(caplog) == []
+
+
+def test_an_unknown_argument_is_refused_by_name_with_the_likely_one_and_nothing_is_done(
+    served: ServedAtlaso, owner: str
+):
+    async def work(client: Client) -> None:
+        refused = await client.call_tool("recall", {"query": "tea", "limt": 5, "user_id": owner})
+        assert refused.is_error and refused.structured_content is None
+        assert refused.content[0].text == (
+            "Error executing tool recall: unknown argument 'limt' (did you mean 'limit'?): recall takes "
+            "query, limit, scope, include_superseded, user_id. Nothing was done; call it again with these names."
+        )
+        refused = await client.call_tool(
+            "add", {"content": "likes tea", "polarty": "positive", "colour": "red", "user_id": owner}
+        )
+        assert refused.is_error
+        assert "unknown arguments 'polarty' (did you mean 'polarity'?), 'colour': add takes content, " in (
+            refused.content[0].text
+        )
+        assert (await client.call_tool("peek", {"user_id": owner})).structured_content["total_count"] == 0
+        for tool in (await client.list_tools()).tools:
+            assert tool.input_schema["additionalProperties"] is False, tool.name
+
+    session(served, work)
+
+
+def test_descriptions_read_as_prose_without_the_sources_indentation_or_line_breaks(served: ServedAtlaso):
+    tools = session(served, lambda c: c.list_tools()).tools
+    for tool in tools:
+        assert "\n" not in tool.description and "  " not in tool.description, (tool.name, tool.description)
+    recall = {t.name: t for t in tools}["recall"].description
+    assert recall.startswith(
+        "Search the owner's memory before answering from it. Each hit carries its bag's flags:"
+    )
+
+
+def test_a_recall_writes_each_hit_once_with_who_wrote_it(served: ServedAtlaso, owner: str):
+    texts = ("the nightly export times out on large owners", "the nightly export finishes when batched")
+
+    async def work(client: Client) -> Any:
+        for polarity, text in zip(("negative", "positive"), texts, strict=True):
+            added = await client.call_tool("add", {"content": text, "polarity": polarity, "evidence_grade": "observed",
+                                                   "scope": PROD, "author": "ops-bot", "user_id": owner})  # fmt: skip
+            assert not added.is_error, added.content
+        return await client.call_tool("recall", {"query": "nightly export", "user_id": owner})
+
+    found = session(served, work)
+    assert not found.is_error
+    structured = found.structured_content
+    written = json.dumps(structured)
+    assert len(structured["items"]) == 2
+    for text in texts:
+        assert written.count(text) == 1, written
+    for hit in structured["items"]:
+        assert "deposit" not in hit
+        assert (hit["author"], hit["channel"], hit["artifact_refs"]) == ("ops-bot", "client-rw", [])
+    # Two hits, each with its flags, explanation and scope: 1,840 bytes (2,779 when the API's
+    # whole deposit rode along with each).
+    assert len(written) < 2000, len(written)

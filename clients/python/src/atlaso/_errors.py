@@ -9,10 +9,14 @@ from typing import Any
 
 import httpx
 
+# The command that makes a key, as typed in the Atlaso checkout beside `make run`: its Python is
+# the checkout's .venv (a bare `python` may not have Django), and manage.py finds the secret key
+# `make run` keeps in var/ by itself.
+MAKE_A_KEY = ".venv/bin/python manage.py create_api_key --name my-agent --channel my-agent --tier agent_own"
 HOW_TO_GET_A_KEY = (
-    "no API key: pass Memory(api_key=...) or set ATLASO_API_KEY. Make one on the server with "
-    "`python manage.py create_api_key --name my-agent --channel my-agent` (the secret is its last "
-    "line), or use the export lines `make run` prints"
+    "no API key: pass Memory(api_key=...) or set ATLASO_API_KEY. Make one in the Atlaso checkout "
+    f"(where `make run` runs) with `{MAKE_A_KEY}` (the secret is its last line), or paste the "
+    "export line `make run` prints"
 )
 
 

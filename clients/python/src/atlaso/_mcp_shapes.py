@@ -116,6 +116,8 @@ class HitBeliefOut(TypedDict):
 
 
 class SearchResultOut(TypedDict):
+    """One recall hit, its deposit written once: the claim, who wrote it, and its bag's flags."""
+
     kind: Literal["search_result"]
     id: str
     content: str
@@ -134,7 +136,11 @@ class SearchResultOut(TypedDict):
     superseded: bool
     explain: str
     belief: HitBeliefOut | None
-    deposit: DepositOut
+    author: str | None
+    author_role: str | None
+    channel: str | None
+    artifact_refs: list[str]
+    contradicts: list[str]
 
 
 class SearchResultsOut(TypedDict):

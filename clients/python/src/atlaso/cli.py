@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from typing import Any, TextIO
 
 import httpx
@@ -215,13 +218,27 @@ _OWNER_COMMANDS: dict[str, Callable[[UserHandle, argparse.Namespace, TextIO], in
 }
 
 
+def _install_mcp() -> str:
+    """The command that installs the `mcp` extra's requirement into the Python running this.
+
+    Typed as printed it works wherever this package came from (a wheel, a checkout), which
+    `pip install "atlaso[mcp]"` does only where an index serves atlaso.
+    """
+    try:
+        wanted = [r for r in metadata.requires("atlaso") or () if re.search(r"extra\s*==\s*.mcp.", r)]
+    except metadata.PackageNotFoundError:
+        wanted = []
+    requirement = wanted[0].split(";")[0].strip() if wanted else "mcp"
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(requirement)}"
+
+
 def _mcp(args: argparse.Namespace, err: TextIO) -> int:
     try:
         from atlaso.mcp_server import serve
     except ModuleNotFoundError as missing:
         if missing.name is None or not missing.name.startswith(("mcp", "pydantic")):
             raise
-        err.write('atlaso mcp needs the MCP SDK: pip install "atlaso[mcp]"\n')
+        err.write(f'atlaso mcp needs the MCP SDK (what pip install "atlaso[mcp]" adds): {_install_mcp()}\n')
         return 1
 
     serve(transport=args.transport, host=args.host, port=args.port)

@@ -1,14 +1,20 @@
 """`atlaso mcp`: Atlaso's memory as MCP tools, for Claude Desktop, Claude Code, Cursor and others.
 
 Built on the official `mcp` SDK (`pip install "atlaso[mcp]"`). Each tool calls the HTTP API
-through `AsyncMemory` and answers twice: structured content (the API's wire object, described
-by an output schema) and a short text for the model (`explain()` for recall and health). A
-failure is a tool error carrying the API's message and what would succeed, never a success.
+through `AsyncMemory` and answers twice: structured content (the API's wire object, each recall
+hit's deposit written once, described by an output schema) and a short text for the model (`explain()` for recall and health). A
+failure, from the owner's name to the server's answer, is a tool error carrying the message and
+what would succeed, never a success and never a crash; an argument the tool does not take is
+refused by name.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -16,6 +22,7 @@ from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -23,6 +30,7 @@ from atlaso._async_client import AsyncMemory, AsyncUserHandle
 from atlaso._core import VERSION
 from atlaso._errors import (
     HOW_TO_GET_A_KEY,
+    MAKE_A_KEY,
     AtlasoError,
     AuthenticationError,
     DepositRejectedError,
@@ -50,6 +58,12 @@ from atlaso._types import Bag, Deposit, SearchResults
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _prose(text: str) -> str:
+    """`text` as flowing paragraphs, without the source's indentation or line wrapping."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
+
 
 INSTRUCTIONS = """\
 Atlaso is a memory of typed claims about a person or a system (its owner, `user_id`). Each
@@ -130,21 +144,89 @@ def teach(error: AtlasoError) -> str:
             return (
                 "This MCP server has no Atlaso API key: set ATLASO_API_KEY in the env of the atlaso "
                 "entry of the host's MCP configuration, then restart the server. An operator makes a "
-                "key with `python manage.py create_api_key --name my-agent --channel my-agent`."
+                f"key in the Atlaso checkout with `{MAKE_A_KEY}` (the secret is its last line)."
             )
         return f"Atlaso refused this server's API key (unknown or revoked): {error.message}"
     return error.message
 
 
-async def _call(awaitable: Awaitable[T]) -> T:
-    try:
-        return await awaitable
-    except AtlasoError as error:
-        raise ToolError(teach(error)) from error
+def _taught(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """`fn` answering any client error, the owner's name's included, as a tool error that teaches.
+
+    Without this a refusal raised outside the API call (the owner's name, checked by `for_user`)
+    reached the SDK as a crash: "Error executing tool add" and a traceback on the server.
+    """
+
+    @functools.wraps(fn)
+    async def tool(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except AtlasoError as error:
+            raise ToolError(teach(error)) from error
+
+    return tool
+
+
+def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:
+    """What a call named that `tool` does not take, the likely meant name, and what it takes."""
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        named.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    plural = "s" if len(unknown) > 1 else ""
+    return (
+        f"unknown argument{plural} {', '.join(named)}: {tool} takes {', '.join(known)}. "
+        "Nothing was done; call it again with these names."
+    )
+
+
+class _StrictTool(Tool):
+    """A tool that refuses, by name, an argument its input schema does not have.
+
+    The SDK's argument models ignore unknown keys, so a misspelt optional argument (`limt`)
+    would vanish and the call succeed with the default.
+    """
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        known = list(self.parameters["properties"])
+        unknown = [name for name in arguments if name not in known]
+        if unknown:
+            raise ToolError(
+                f"Error executing tool {self.name}: {_unknown_arguments(self.name, unknown, known)}"
+            )
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
+def _strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
+    """`fn` as a tool whose schema says, and whose calls enforce, that it takes nothing else."""
+    # from_function builds the class it is called on: a _StrictTool.
+    tool = _StrictTool.from_function(
+        _taught(fn), description=_prose(fn.__doc__ or ""), annotations=annotations
+    )
+    tool.parameters["additionalProperties"] = False
+    return tool
 
 
 def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+# What a recall hit keeps of its deposit beside the fields the hit already carries: who wrote it,
+# where it came from and what it corrects. `get` reads the rest.
+_HIT_PROVENANCE = ("author", "author_role", "channel", "artifact_refs", "contradicts")
+
+
+def _recall_structured(results: SearchResults) -> dict[str, Any]:
+    """Recall's wire object with each hit's deposit written once.
+
+    The API's hit repeats its deposit whole (`deposit`) beside the id, content, polarity, grade,
+    scope and tags it already lists: half of what a model would read twice.
+    """
+    answer = results.to_dict()
+    for hit in answer["items"]:
+        deposit = hit.pop("deposit")
+        hit.update({name: deposit[name] for name in _HIT_PROVENANCE})
+    return answer
 
 
 def _deposit_line(deposit: Deposit) -> str:
@@ -198,19 +280,19 @@ def _conflict(bag: Bag, dashboard: str) -> tuple[dict[str, Any], list[str]]:
 
 class _Toolbox:
     """What the tools of one server share: its memory, its default owner and its dashboard, and
-    `tool`, which registers a tool with the owner argument described for this server."""
+    `tool`, which makes a tool with the owner argument described for this server."""
 
-    def __init__(self, server: MCPServer, memory: AsyncMemory, default_user: str | None) -> None:
-        self.server = server
+    def __init__(self, memory: AsyncMemory, default_user: str | None) -> None:
         self.memory = memory
         self.default_user = default_user
         self.dashboard = memory.settings.base_url
+        self.tools: list[Tool] = []
         self._user_id_arg: Any = Annotated[str | None, Field(description=_owner_help(default_user))]
 
     def tool(self, annotations: ToolAnnotations) -> Callable[[F], F]:
         def register(fn: F) -> F:
             fn.__annotations__["user_id"] = self._user_id_arg
-            self.server.add_tool(fn, annotations=annotations)
+            self.tools.append(_strict_tool(fn, annotations))
             return fn
 
         return register
@@ -225,8 +307,19 @@ class _Toolbox:
         return chosen
 
     def user(self, user_id: str | None) -> AsyncUserHandle:
-        """The handle of the owner a call names, or of the default owner."""
-        return self.memory.for_user(self.owner(user_id))
+        """The handle of the owner a call names, or of the default owner.
+
+        The client's own check raises an AtlasoError, which the tool's error path teaches; a
+        `validate_user_id` given to the client may raise anything, and its refusal is the
+        caller's to read too, not a crash.
+        """
+        owner = self.owner(user_id)
+        try:
+            return self.memory.for_user(owner)
+        except AtlasoError:
+            raise
+        except Exception as error:
+            raise ToolError(f"user_id {owner!r} is refused: {error}") from error
 
 
 def _add_tool(box: _Toolbox) -> None:
@@ -256,12 +349,10 @@ def _add_tool(box: _Toolbox) -> None:
         (a broad positive claim needs replicated evidence; negative and cautionary ones need
         provenance or a narrow scope); the error says what would pass. Claims are immutable:
         to correct one, use contradict instead."""
-        result = await _call(
-            box.user(user_id).add(
-                content, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
-                artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
-                task_id=task_id, idempotency_key=idempotency_key,
-            )
+        result = await box.user(user_id).add(
+            content, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
+            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
+            task_id=task_id, idempotency_key=idempotency_key,
         )  # fmt: skip
         verb = "Already stored (a replay)" if result.is_idempotent_replay else "Stored"
         return _answer(f"{verb}: {_deposit_line(result.deposit)}", result.to_dict())
@@ -283,11 +374,13 @@ def _recall_tool(box: _Toolbox) -> None:
         """Search the owner's memory before answering from it. Each hit carries its bag's flags:
         is_confident (several claims agree, none disagree: safe to rely on), has_disagreement
         (claims in the same scope conflict: say so, do not pick a side), is_thin_evidence (only
-        one claim). The top-level has_disagreement covers every matching bag, beyond limit."""
-        results = await _call(
-            box.user(user_id).recall(query, limit=limit, scope=scope, include_superseded=include_superseded)
+        one claim). The top-level has_disagreement covers every matching bag, beyond limit. Each
+        hit is the claim with who wrote it (author, channel) and its evidence (artifact_refs);
+        get reads the whole deposit."""
+        results = await box.user(user_id).recall(
+            query, limit=limit, scope=scope, include_superseded=include_superseded
         )
-        return _answer(_recall_text(results), results.to_dict())
+        return _answer(_recall_text(results), _recall_structured(results))
 
 
 def _get_tool(box: _Toolbox) -> None:
@@ -298,7 +391,7 @@ def _get_tool(box: _Toolbox) -> None:
     ) -> Annotated[CallToolResult, DepositOut]:
         """Read one deposit with its audit state: superseded_by (the corrections that replaced it)
         and retracted."""
-        deposit = await _call(box.user(user_id).get(deposit_id))
+        deposit = await box.user(user_id).get(deposit_id)
         state = " (retracted)" if deposit.retracted else (" (superseded)" if deposit.superseded_by else "")
         return _answer(_deposit_line(deposit) + state, deposit.to_dict())
 
@@ -313,8 +406,8 @@ def _list_recent_tool(box: _Toolbox) -> None:
     ) -> Annotated[CallToolResult, DepositPageOut]:
         """List the owner's deposits, newest first, to browse what the memory holds. To find
         claims about something, use recall instead; page through with offset."""
-        page = await _call(
-            box.user(user_id).list_recent(limit=limit, offset=offset, include_retracted=include_retracted)
+        page = await box.user(user_id).list_recent(
+            limit=limit, offset=offset, include_retracted=include_retracted
         )
         lines = [f"{len(page)} of {page.total} deposits (newest first, from {page.offset}):"]
         lines += [f"- {_deposit_line(d)}" for d in page]
@@ -345,11 +438,9 @@ def _contradict_tool(box: _Toolbox) -> None:
         """Correct earlier claims: writes a new deposit (through the gate) that supersedes them.
         The old ones stay readable for audit but stop counting. Use this, not add, when a claim
         turned out wrong or outdated."""
-        result = await _call(
-            box.user(user_id).contradict(
-                content, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
-                scope=scope, tags=tags, artifact_refs=artifact_refs, idempotency_key=idempotency_key,
-            )
+        result = await box.user(user_id).contradict(
+            content, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
+            scope=scope, tags=tags, artifact_refs=artifact_refs, idempotency_key=idempotency_key,
         )  # fmt: skip
         return _answer(
             f"Stored the correction {result.id}; it supersedes {', '.join(contradicts)}", result.to_dict()
@@ -372,7 +463,7 @@ def _retract_tool(box: _Toolbox) -> None:
     ) -> Annotated[CallToolResult, RetractResultOut]:
         """Withdraw a claim that should never have been stored. To replace a claim with a better
         one, use contradict instead. mode='hard' erases it and cannot be undone."""
-        result = await _call(box.user(user_id).retract(deposit_id, reason=reason, hard_delete=mode == "hard"))
+        result = await box.user(user_id).retract(deposit_id, reason=reason, hard_delete=mode == "hard")
         verb = "Erased" if result.mode == "hard" else "Retracted (kept for audit)"
         return _answer(f"{verb}: {result.deposit_id}", result.to_dict())
 
@@ -386,7 +477,7 @@ def _health_tool(box: _Toolbox) -> None:
         """How trustworthy the owner's memory is: the Field Maturity Index (0-100) and its four
         pillars (coverage: searches that found a confident answer; precision: agreement inside
         bags; resolution: conflicts resolved; density: bags with more than one claim)."""
-        diagnostics = await _call(box.user(user_id).health(window_days=window_days))
+        diagnostics = await box.user(user_id).health(window_days=window_days)
         return _answer(diagnostics.explain(), diagnostics.to_dict())
 
 
@@ -398,7 +489,7 @@ def _peek_tool(box: _Toolbox) -> None:
     ) -> Annotated[CallToolResult, PeekOut]:
         """A quick look at the owner's memory: the newest live claims, how many there are, the FMI,
         and whether a recent bag is in conflict. Use it at the start of a conversation."""
-        view = await _call(box.user(user_id).peek(limit=limit))
+        view = await box.user(user_id).peek(limit=limit)
         conflict = "; a recent bag is in conflict" if view.has_recent_disagreements else ""
         lines = [f"{view.total_count} live deposits, FMI {view.fmi}{conflict}. Newest:"]
         lines += [f"- {_deposit_line(d)}" for d in view]
@@ -422,7 +513,7 @@ def _add_many_tool(box: _Toolbox) -> None:
     ) -> Annotated[CallToolResult, AddManyResultOut]:
         """Import many claims at once. Each item needs an idempotency_key, so sending the batch
         again after a failure stores nothing twice (replays come back as duplicates)."""
-        result = await _call(box.user(user_id).add_many(list(items), on_gate_reject=on_gate_reject))
+        result = await box.user(user_id).add_many(list(items), on_gate_reject=on_gate_reject)
         text = (
             f"{len(result.committed)} stored, {len(result.duplicates)} replays, {len(result.failed)} rejected"
         )
@@ -440,11 +531,11 @@ def _conflicts_tool(box: _Toolbox) -> None:
         claims and the dashboard page where a person resolves it. Tell the user about them
         rather than resolving them yourself."""
         handle = box.user(user_id)
-        page = await _call(handle.bags(conflict=True, limit=limit))
+        page = await handle.bags(conflict=True, limit=limit)
         items: list[dict[str, Any]] = []
         lines = [f"{page.total} bag{'s' if page.total != 1 else ''} in conflict:"]
         for summary in page:
-            item, bag_lines = _conflict(await _call(handle.bag(summary.bag_id)), box.dashboard)
+            item, bag_lines = _conflict(await handle.bag(summary.bag_id), box.dashboard)
             items.append(item)
             lines += bag_lines
         structured = {"kind": "conflicts", "user_id": handle.user_id, "total": page.total, "items": items}
@@ -472,12 +563,40 @@ def build_server(
     """The MCP server over `memory` (by default an AsyncMemory from the environment)."""
     memory = memory or AsyncMemory()
     default_user = default_user if default_user is not None else (os.environ.get("ATLASO_USER") or None)
-    # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
-    server = MCPServer(name, instructions=INSTRUCTIONS, version=VERSION, log_level="WARNING")
-    box = _Toolbox(server, memory, default_user)
+    box = _Toolbox(memory, default_user)
     for register in _TOOLS:
         register(box)
-    return server
+    # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
+    return MCPServer(
+        name, instructions=_prose(INSTRUCTIONS), version=VERSION, log_level="WARNING", tools=box.tools
+    )
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port` (0: any free port) and listening, before anything is said."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
+def _serve_http(server: MCPServer, host: str, port: int) -> None:
+    """Serve streamable HTTP at /mcp, saying on stderr where once the port is bound.
+
+    At the WARNING level uvicorn says nothing when it starts, and stdout is not ours to write
+    on, so the address (the real port, when 0 asked for any) is printed here, after the bind
+    that could fail.
+    """
+    import uvicorn
+
+    sock = _listening_socket(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"atlaso mcp: serving streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    app = server.streamable_http_app(host=host)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 def serve(*, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
@@ -490,6 +609,6 @@ def serve(*, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765
         )
     server = build_server(memory)
     if transport == "streamable-http":
-        server.run("streamable-http", host=host, port=port)
+        _serve_http(server, host, port)
     else:
         server.run("stdio")
