@@ -129,7 +129,7 @@ def test_two_reviewers_get_different_conflicts_a_held_one_is_refused_expires_and
         token = remy.locator("input[name=csrfmiddlewaretoken]").first.input_value()
         refused = remy.request.post(
             f"/conflicts/next/{alice.user_id}/{alice.bag_id}/resolve/",
-            form={"csrfmiddlewaretoken": token, "reason": "It holds", "holds": "positive"},
+            form={"csrfmiddlewaretoken": token, "reason": "It holds", "side": "positive"},
         )
         # Refused, and redirected back to the desk (a reload posts nothing), which says why.
         assert refused.status == 200 and refused.url.endswith("/conflicts/next/"), refused.url
