@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Min, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlaso_site.lib.errors import not_found
@@ -68,19 +69,26 @@ def desk_progress(*, reviewer: str, owner_prefix: str = "", now: datetime | None
     episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
-        open_now = episodes.aggregate(left=Count("id"), oldest=Min("started_at"))
+        left, oldest = episodes.aggregate(
+            n=Count("id"), oldest=Min(Coalesce("waiting_since", "started_at"))
+        ).values()
     else:
-        open_now = dict(zip(("left", "oldest"), open_conflicts_now(), strict=True))
-    carried = episodes.filter(waiting_since__isnull=False).aggregate(oldest=Min("waiting_since"))["oldest"]
+        left, oldest = open_conflicts_now()
+        # The oldest started episode may not be the longest waiting: one reopened by an Undo waits
+        # since before (a partial index holds those few).
+        carried = episodes.filter(waiting_since__isnull=False).aggregate(oldest=Min("waiting_since"))[
+            "oldest"
+        ]
+        oldest = min((t for t in (oldest, carried) if t is not None), default=None)
     held = ReviewClaim.objects.filter(expires_at__gt=at, bag_id__in=episodes.values("bag_id")).exclude(
         reviewer=reviewer
     )
     midnight = timezone.localtime(at).replace(hour=0, minute=0, second=0, microsecond=0)
     today = Resolution.objects.filter(reviewer=reviewer, created_at__gte=midnight, undone_at__isnull=True)
     return Progress(
-        left=open_now["left"],
+        left=left,
         resolved_today=today.count(),
-        oldest_since=min((t for t in (open_now["oldest"], carried) if t is not None), default=None),
+        oldest_since=oldest,
         held_by_others=held.count(),
     )
 

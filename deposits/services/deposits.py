@@ -627,9 +627,7 @@ def deposit_retract(
         now = timezone.now()
         live = bags_recount(affected, user_id=user_id, now=now)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
-        opened = episodes_sync(
-            user_id=user_id, bag_ids=affected, now=now, closers=closers, taken_back=erased
-        )
+        opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers, taken_back=erased)
         observations_erase(user_id=user_id, deposit_id=str(erased))
         tally_write(Tally(user_id, live=live, conflicts=opened, activity=now))
     return RetractResult(deposit_id=deposit_id, mode="hard")

@@ -77,7 +77,7 @@ def test_the_claim_that_holds_is_recalled_and_the_reason_is_not():
 
 
 def test_a_side_kept_whole_holds_its_deposits_contents_each_once():
-    bag_id, a, _b, _c = split_bag()
+    bag_id, *_ = split_bag()
     put("positive", "threshold 0.7 holds", evidence_grade="observed")  # the same words again
     result = bag_resolve(user_id="alice", bag_id=bag_id, side="positive", reason="both runs", reviewer="rita")
     assert deposit_detail("alice", result.id).content == "threshold 0.7 holds\nthreshold 0.7 holds again"

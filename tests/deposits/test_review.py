@@ -248,6 +248,7 @@ def test_an_undone_conflict_keeps_waiting_since_it_began_through_every_undo():
         assert reopened.started_at > began + timedelta(days=2)  # the episode is dated at the undo
         assert conflict_since("alice", a.bag_id) == began
         assert desk_progress(reviewer="rita").oldest_since == began
+        assert desk_progress(reviewer="rita", owner_prefix="ali").oldest_since == began
         assert [item.conflict_since for item in conflict_queue().items] == [began]
 
 

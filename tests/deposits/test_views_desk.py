@@ -288,7 +288,9 @@ def test_a_holds_button_with_what_holds_left_empty_holds_that_sides_words():
     a = split("alice", positives=1, negatives=2)
     reviewer = logged_in("reviewer")
     reviewer.get(DESK)
-    reviewer.post(resolve_url("alice", a.bag_id), {"reason": "both runs fail", "holds": "", "side": "negative"})
+    reviewer.post(
+        resolve_url("alice", a.bag_id), {"reason": "both runs fail", "holds": "", "side": "negative"}
+    )
     claim = "threshold 0.7 fails in prod (run 0)\nthreshold 0.7 fails in prod (run 1)"
     assert resolution_written() == (claim, ["both runs fail"])
 

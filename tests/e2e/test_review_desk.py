@@ -423,7 +423,9 @@ def test_what_holds_is_filled_in_from_the_ticks_and_a_side_and_the_reviewers_wor
     page.keyboard.press("2")
     expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
     assert resolution_content() == "threshold 0.7 fails in prod (run 0)"
-    expect(page.locator("#desk .messages")).to_contain_text("What holds now: “threshold 0.7 fails in prod (run 0)”")
+    expect(page.locator("#desk .messages")).to_contain_text(
+        "What holds now: “threshold 0.7 fails in prod (run 0)”"
+    )
 
     # The reviewer's own words win over any tick or side.
     page.get_by_label("Why does one side hold?").fill("Both runs passed on the fixed set")
