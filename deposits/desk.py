@@ -138,8 +138,13 @@ def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespons
         return _after(request, owner)
     if form.refusal_code == ALREADY_RESOLVED:
         # Gone from the queue meanwhile: say so, with what was typed, and show the next one.
-        reason = form.cleaned_data.get("reason") or ""
-        kept = f" Your reason, not saved: “{reason}”." if reason else ""
+        typed = (
+            ("Your reason", form.cleaned_data.get("reason")),
+            ("What holds", form.cleaned_data.get("holds")),
+        )
+        kept = "".join(
+            f" {name}, not saved: “{text.strip()}”." for name, text in typed if text and text.strip()
+        )
         flash(request, f"Not resolved: {form.error_message}.{kept}")
         return _after(request, owner)
     if request.htmx:

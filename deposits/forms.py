@@ -128,12 +128,14 @@ class RefusableForm(forms.Form):
 
 
 class ResolveForm(RefusableForm):
-    """Resolve a bag: the live deposits that hold (`keep`) and why (`reason`); the service judges both."""
+    """Resolve a bag: the live deposits that hold (`keep`), why (`reason`) and, optionally, the
+    claim that holds in the reviewer's words (`holds`); the service judges them all."""
 
     keep = ValuesField()
     reason = TextField()
+    holds = TextField()
     # The "… holds" button pressed, if one was: keep every live deposit of that side.
-    holds = TextField(strip=True)
+    side = TextField(strip=True)
 
     @property
     def kept(self) -> frozenset[str]:

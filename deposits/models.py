@@ -6,6 +6,7 @@ Every table leads its indexes with user_id, so the store can be sharded by owner
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -345,6 +346,10 @@ class ConflictEpisode(models.Model):
     ended_by = models.CharField(max_length=16, null=True)
     # The deposit whose write ended it, as a plain value: an erased deposit is gone.
     ended_by_deposit_id = models.UUIDField(null=True)
+    # When the wait this episode carries on began, if it carries one on: an episode opened by
+    # taking back the correction that had ended the bag's last one (an Undo, a retraction) is the
+    # same unsettled conflict, still waiting since then. `started_at` keeps the reopening's date.
+    waiting_since = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [
@@ -361,7 +366,18 @@ class ConflictEpisode(models.Model):
                 condition=models.Q(ended_at__isnull=True),
                 name="episode_open_started",
             ),
+            # The oldest wait among the open conflicts that carry one on (the desk's "oldest waiting").
+            models.Index(
+                fields=["waiting_since"],
+                condition=models.Q(ended_at__isnull=True, waiting_since__isnull=False),
+                name="episode_open_waiting",
+            ),
         ]
+
+    @property
+    def waiting_from(self) -> datetime:
+        """Since when its conflict has waited for a settled answer."""
+        return self.waiting_since or self.started_at
 
     @property
     def is_open(self) -> bool:
@@ -444,8 +460,8 @@ class ReviewSkip(models.Model):
 
 
 class Resolution(models.Model):
-    """A reviewer's Resolve: its resolution deposit (content = the reason), the side that held, and
-    who undid it. Erasing the deposit erases this record too: nothing of erased content stays."""
+    """A reviewer's Resolve: its resolution deposit (content = the claim that holds; its edges
+    carry the reason), the side that held, and who undid it. Erasing the deposit erases this record too: nothing of erased content stays."""
 
     deposit = models.OneToOneField(
         Deposit, primary_key=True, on_delete=models.CASCADE, related_name="resolution"

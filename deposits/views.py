@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
@@ -71,6 +72,11 @@ class Row:
     def keepable(self) -> bool:
         """A live directional deposit: what Resolve offers to keep."""
         return self.deposit.is_live and self.deposit.polarity in DIRECTIONAL
+
+    @property
+    def superseders(self) -> tuple[Edge, ...]:
+        """The edges in that still supersede it (an undone resolution's no longer does)."""
+        return tuple(edge for edge in self.superseded_by if edge.superseding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +159,9 @@ def _resolve(request: HttpRequest, user_id: str, bag_id: str, form: ResolveForm)
             user_id=user_id,
             bag_id=bag_id,
             keep=sorted(form.kept),
-            side=form.cleaned_data["holds"] or None,
+            side=form.cleaned_data["side"] or None,
             reason=form.cleaned_data["reason"],
+            holds=form.cleaned_data["holds"],
             reviewer=request.user.get_username(),
         )
     except AtlasoError as error:
@@ -207,25 +214,31 @@ def refused_form[F: ResolveForm](
 
 
 def last_resolution(request: HttpRequest) -> ResolutionRecord | None:
-    """The resolution just made, once: the confirmation that offers its Undo (and `u`)."""
-    last = request.session.pop(LAST_RESOLUTION, None)
+    """The reviewer's last resolution while it stands: the confirmation that offers its Undo
+    (and `u`). It stays through Skip and every other page until it is undone (or erased), or
+    the reviewer resolves another, so `u` always means the last one, not the last page's."""
+    last = request.session.get(LAST_RESOLUTION)
     if not isinstance(last, dict):
         return None
     try:
         record = resolution(user_id=str(last.get("user_id")), deposit_id=str(last.get("deposit_id")))
     except AtlasoError:  # erased meanwhile
+        record = None
+    if record is None or record.undone:
+        del request.session[LAST_RESOLUTION]
         return None
-    return None if record.undone else record
+    return record
 
 
 def _resolved_message(user_id: str, result: AddResult) -> str:
     written = result.deposit
     scope = " ".join(f"{n}={v}" for n, v in written.scope.facets_dict().items() if v is not None)
     superseded = len(written.contradicts)
+    holds = Truncator(" ".join(written.content.split())).chars(160)
     return (
         f"Resolved {user_id}’s bag ({scope or 'no facets'}): wrote {written.polarity} deposit "
         f"{written.id} on human_review ({written.evidence_grade}), superseding {superseded} "
-        f"deposit{'' if superseded == 1 else 's'}."
+        f"deposit{'' if superseded == 1 else 's'}. What holds now: “{holds}”."
     )
 
 

@@ -1,4 +1,4 @@
-"""{% load atlaso %}: ago, percent, duration and the polarity bar."""
+"""{% load atlaso %}: ago, waited, percent, duration and the polarity bar."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.template import engines
 
-from atlaso_site.ui.templatetags import ago, duration, percent
+from atlaso_site.ui.templatetags import ago, duration, percent, waited
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -29,6 +29,13 @@ def test_ago_says_how_long_ago_with_the_exact_time_on_hover():
 def test_ago_works_as_a_tag_against_the_clock():
     html = render("{% ago moment %}", moment=datetime.now(UTC) - timedelta(days=2, hours=1))
     assert ">2 d ago</time>" in html
+
+
+def test_waited_says_how_long_and_never_zero_minutes():
+    assert waited(NOW - timedelta(seconds=20), now=NOW) == "less than a minute"
+    assert waited(NOW - timedelta(minutes=5), now=NOW) == "5\xa0minutes"
+    assert waited(NOW - timedelta(days=3, hours=2), now=NOW) == "3\xa0days, 2\xa0hours"
+    assert waited(None) == "—"
 
 
 def test_percent():

@@ -116,7 +116,7 @@ GROUPS: tuple[tuple[str, tuple[Term, ...]], ...] = (
             Term(
                 "resolution",
                 "resolution",
-                "A reviewer's decision on a conflict: a deposit on the human_review channel carrying the reviewer's reason, which supersedes the side that did not hold. It can be undone.",
+                "A reviewer's decision on a conflict: a deposit on the human_review channel stating what holds (what recall returns from then on), which supersedes the side that did not hold; the reviewer's reason goes on its edges and is never recalled. It can be undone.",
             ),
             Term(
                 "claim",

@@ -1,8 +1,9 @@
 """The dashboard's template tags, `{% load atlaso %}` (registered in TEMPLATES' libraries).
 
-`{% ago moment %}` a relative time with the exact one on hover, `{{ share|percent }}`,
-`{{ span|duration }}`, `{% polarity_bar counts %}` the stacked bar of a bag's polarity counts, and
-`{% term "bag" %}` / `{% explain "bag" %}` a term linked to its entry in /help/ (the word, or a “?”).
+`{% ago moment %}` a relative time with the exact one on hover, `{{ since|waited }}` how long,
+`{{ share|percent }}`, `{{ span|duration }}`, `{% polarity_bar counts %}` the stacked bar of a
+bag's polarity counts, and `{% term "bag" %}` / `{% explain "bag" %}` a term linked to its entry
+in /help/ (the word, or a “?”).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 
 from atlaso_site.lib.timefmt import age, isoformat
 from atlaso_site.ui.glossary import TERMS
@@ -33,6 +35,17 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
     text = words if words == "just now" else f"{words} ago"
     exact = isoformat(moment)
     return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, text)
+
+
+@register.filter
+def waited(since: datetime | None, now: datetime | None = None) -> str:
+    """How long something has waited, in words: "3 days, 2 hours"; "less than a minute", never "0 minutes"."""
+    if since is None:
+        return "—"
+    now = now or timezone.now()
+    if (now - since).total_seconds() < 60:
+        return "less than a minute"
+    return timesince(since, now)
 
 
 @register.filter

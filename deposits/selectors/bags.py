@@ -146,6 +146,7 @@ class QueueItem:
     """A bag waiting in the conflict queue: since when, and its live directional deposits."""
 
     bag: Bag
+    # Since when it has waited (an undone resolution's conflict: since before it was resolved).
     conflict_since: datetime
     # The newest few live deposits of each side, newest first: what the reviewer weighs.
     deposits: tuple[DepositRecord, ...]
@@ -201,7 +202,7 @@ def _queue_items(episodes: list[ConflictEpisode]) -> list[QueueItem]:
         items.append(
             QueueItem(
                 bag=bag,
-                conflict_since=episode.started_at,
+                conflict_since=episode.waiting_from,
                 deposits=shown,
                 more=bag.stats.directional_count - len(shown),
             )

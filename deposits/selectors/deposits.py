@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q
 
 from atlaso_site.lib.errors import not_found
@@ -159,12 +160,24 @@ class EdgeEnd:
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """A contradicts edge with its reason: `new` supersedes `old`."""
+    """A contradicts edge with its reason: `new` supersedes `old`, unless `new` was taken back."""
 
     new: EdgeEnd
     old: EdgeEnd
     reason: str
     created_at: datetime
+    # False once `new` is soft-retracted: kept for audit, it supersedes nothing any more.
+    superseding: bool = True
+    # Who undid the resolution that `new` is, when it was undone.
+    undone_by: str | None = None
+
+    @property
+    def taken_back(self) -> str:
+        """How the pages mark an edge that no longer supersedes: "undone" (a resolution undone),
+        "retracted" (its source retracted), or "" while it holds."""
+        if self.superseding:
+            return ""
+        return "undone" if self.undone_by else "retracted"
 
 
 def _end(row: Deposit) -> EdgeEnd:
@@ -188,12 +201,24 @@ def edges_touching(*, user_id: str, deposit_ids: Iterable[str]) -> list[Edge]:
     rows = (
         Contradiction.objects.filter(user_id=user_id)
         .filter(Q(new_deposit_id__in=ids) | Q(old_deposit_id__in=ids))
-        .select_related("new_deposit", "old_deposit")
+        .select_related("new_deposit__resolution", "old_deposit")
         .order_by("created_at", "id")
     )
     return [
         Edge(
-            new=_end(row.new_deposit), old=_end(row.old_deposit), reason=row.reason, created_at=row.created_at
+            new=_end(row.new_deposit),
+            old=_end(row.old_deposit),
+            reason=row.reason,
+            created_at=row.created_at,
+            superseding=row.superseding,
+            undone_by=_undone_by(row.new_deposit),
         )
         for row in rows
     ]
+
+
+def _undone_by(deposit: Deposit) -> str | None:
+    try:
+        return deposit.resolution.undone_by
+    except ObjectDoesNotExist:  # not a resolution
+        return None

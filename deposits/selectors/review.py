@@ -6,13 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page, page_of
 from deposits.domain.review import minutes_left
-from deposits.models import ConflictEpisode, Resolution, ReviewClaim, ReviewSkip, ScopeBag
+from deposits.models import ConflictEpisode, Contradiction, Resolution, ReviewClaim, ReviewSkip, ScopeBag
 from deposits.selectors.bags import Bag
 from deposits.selectors.owners import open_conflicts_now
 
@@ -45,15 +46,17 @@ def claim_on(bag_id: str, *, now: datetime | None = None) -> Claim | None:
 
 
 def conflict_since(user_id: str, bag_id: str) -> datetime | None:
-    """When the bag's open conflict episode began (None if it is not in conflict)."""
-    episodes = ConflictEpisode.objects.filter(user_id=user_id, bag_id=bag_id, ended_at__isnull=True)
-    return episodes.values_list("started_at", flat=True).first()
+    """Since when the bag's open conflict has waited (None if it is not in conflict): its
+    episode's start, or the wait it carries on after an undone resolution."""
+    episode = ConflictEpisode.objects.filter(user_id=user_id, bag_id=bag_id, ended_at__isnull=True).first()
+    return None if episode is None else episode.waiting_from
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
     """The desk's progress line: open conflicts left in the filter (the one shown included), how
-    many the reviewer resolved today (not undone), and since when the oldest has waited."""
+    many the reviewer resolved today (not undone), and since when the oldest has waited (an
+    undone resolution's conflict counted from before it was resolved, as the desk shows it)."""
 
     left: int
     resolved_today: int
@@ -66,18 +69,26 @@ def desk_progress(*, reviewer: str, owner_prefix: str = "", now: datetime | None
     episodes = ConflictEpisode.objects.filter(ended_at__isnull=True)
     if owner_prefix:
         episodes = episodes.filter(user_id__startswith=owner_prefix)
-        open_now = episodes.aggregate(left=Count("id"), oldest=Min("started_at"))
+        left, oldest = episodes.aggregate(
+            n=Count("id"), oldest=Min(Coalesce("waiting_since", "started_at"))
+        ).values()
     else:
-        open_now = dict(zip(("left", "oldest"), open_conflicts_now(), strict=True))
+        left, oldest = open_conflicts_now()
+        # The oldest started episode may not be the longest waiting: one reopened by an Undo waits
+        # since before (a partial index holds those few).
+        carried = episodes.filter(waiting_since__isnull=False).aggregate(oldest=Min("waiting_since"))[
+            "oldest"
+        ]
+        oldest = min((t for t in (oldest, carried) if t is not None), default=None)
     held = ReviewClaim.objects.filter(expires_at__gt=at, bag_id__in=episodes.values("bag_id")).exclude(
         reviewer=reviewer
     )
     midnight = timezone.localtime(at).replace(hour=0, minute=0, second=0, microsecond=0)
     today = Resolution.objects.filter(reviewer=reviewer, created_at__gte=midnight, undone_at__isnull=True)
     return Progress(
-        left=open_now["left"],
+        left=left,
         resolved_today=today.count(),
-        oldest_since=open_now["oldest"],
+        oldest_since=oldest,
         held_by_others=held.count(),
     )
 
@@ -115,6 +126,8 @@ class ResolutionRecord:
     side: str
     kept: int
     superseded: int
+    # What the resolution deposit says holds (what recall returns), and why: its edges' reason.
+    holds: str
     reason: str
     created_at: datetime
     undone_by: str | None
@@ -126,6 +139,12 @@ class ResolutionRecord:
     @property
     def undone(self) -> bool:
         return self.retracted_at is not None
+
+
+def _resolutions() -> QuerySet[Resolution]:
+    """Resolutions with their deposit and their reason, which the deposit's edges carry (all one)."""
+    edges = Contradiction.objects.filter(new_deposit_id=OuterRef("deposit_id")).order_by("created_at", "id")
+    return Resolution.objects.select_related("deposit").annotate(reason=Subquery(edges.values("reason")[:1]))
 
 
 def _records(rows: list[Resolution]) -> list[ResolutionRecord]:
@@ -140,7 +159,8 @@ def _records(rows: list[Resolution]) -> list[ResolutionRecord]:
             side=row.side,
             kept=row.kept,
             superseded=row.superseded,
-            reason=row.deposit.content,
+            holds=row.deposit.content,
+            reason=row.reason or "",
             created_at=row.created_at,
             undone_by=row.undone_by,
             undone_at=row.undone_at,
@@ -155,7 +175,7 @@ def resolution_page(
     *, reviewer: str | None = None, owner_prefix: str = "", limit: int = 20, offset: int = 0
 ) -> Page[ResolutionRecord]:
     """Resolutions, newest first; only `reviewer`'s when named, only owners starting with the prefix."""
-    rows = Resolution.objects.select_related("deposit")
+    rows = _resolutions()
     if reviewer is not None:
         rows = rows.filter(reviewer=reviewer)
     if owner_prefix:
@@ -165,12 +185,12 @@ def resolution_page(
 
 def bag_resolutions(*, user_id: str, bag_id: str, limit: int = 20) -> list[ResolutionRecord]:
     """A bag's resolutions, newest first."""
-    rows = Resolution.objects.select_related("deposit").filter(user_id=user_id, bag_id=bag_id)
+    rows = _resolutions().filter(user_id=user_id, bag_id=bag_id)
     return _records(list(rows.order_by("-created_at", "-deposit_id")[:limit]))
 
 
 def resolution(*, user_id: str, deposit_id: str) -> ResolutionRecord:
-    row = Resolution.objects.select_related("deposit").filter(user_id=user_id, deposit_id=deposit_id).first()
+    row = _resolutions().filter(user_id=user_id, deposit_id=deposit_id).first()
     if row is None:
         raise not_found(f"no resolution {deposit_id!r} for user {user_id!r}")
     return _records([row])[0]

@@ -627,7 +627,7 @@ def deposit_retract(
         now = timezone.now()
         live = bags_recount(affected, user_id=user_id, now=now)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
-        opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers)
+        opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers, taken_back=erased)
         observations_erase(user_id=user_id, deposit_id=str(erased))
         tally_write(Tally(user_id, live=live, conflicts=opened, activity=now))
     return RetractResult(deposit_id=deposit_id, mode="hard")
@@ -645,7 +645,9 @@ def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
         bags = sorted({row.bag_id, *revived_bags})
         live = bags_recount(bags, user_id=row.user_id, now=now)
         closer = (ConflictEpisode.RETRACTION, row.pk)
-        opened = episodes_sync(user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer})
+        opened = episodes_sync(
+            user_id=row.user_id, bag_ids=bags, now=now, closers={row.bag_id: closer}, taken_back=row.pk
+        )
         observations_withdraw(user_id=row.user_id, deposit_id=str(row.pk))
         tally_write(Tally(row.user_id, live=live, conflicts=opened, activity=now))
     preserved = tuple(

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Exists, OuterRef
 
 from deposits.domain.types import DIRECTIONAL
 from deposits.models import ConflictEpisode, ScopeBag
@@ -28,9 +29,14 @@ def episodes_sync(
     now: datetime,
     closers: Mapping[str, Closer] | None = None,
     in_conflict: set[str] | None = None,
+    taken_back: uuid.UUID | None = None,
 ) -> int:
     """Open an episode for each bag now in conflict without one; close those no longer in conflict;
     returns how many more are open (opened less closed), for the owner's tally.
+
+    `taken_back`: the deposit a retraction or erasure takes away. A bag whose last episode it
+    had ended is back in the conflict it settled: the new episode, dated now, carries that wait
+    on (`waiting_since`), so an undone resolution does not read as a conflict just begun.
 
     Runs after the bag counts of the write are updated, in its transaction; the bag rows are
     locked by then, so two writers never open two episodes for one bag. `in_conflict`: which
@@ -51,8 +57,10 @@ def episodes_sync(
     )
     opening = sorted(in_conflict - open_now)
     if opening:
+        waited = _waits_taken_back(opening, taken_back)
         ConflictEpisode.objects.bulk_create(
-            ConflictEpisode(user_id=user_id, bag_id=bag_id, started_at=now) for bag_id in opening
+            ConflictEpisode(user_id=user_id, bag_id=bag_id, started_at=now, waiting_since=waited.get(bag_id))
+            for bag_id in opening
         )
     closing = sorted(open_now - in_conflict)
     for bag_id in closing:
@@ -61,6 +69,17 @@ def episodes_sync(
             ended_at=now, ended_by=cause, ended_by_deposit_id=deposit_id
         )
     return len(opening) - len(closing)
+
+
+def _waits_taken_back(bag_ids: list[str], deposit_id: uuid.UUID | None) -> dict[str, datetime]:
+    """Since when each bag's conflict has waited, for the bags whose last episode `deposit_id` ended."""
+    if deposit_id is None:
+        return {}
+    later = ConflictEpisode.objects.filter(bag_id=OuterRef("bag_id"), started_at__gte=OuterRef("ended_at"))
+    ended = ConflictEpisode.objects.filter(bag_id__in=bag_ids, ended_by_deposit_id=deposit_id).exclude(
+        Exists(later)
+    )
+    return {episode.bag_id: episode.waiting_from for episode in ended}
 
 
 def episodes_open_existing(connection: BaseDatabaseWrapper, *, user_prefix: str = "") -> int:

@@ -16,9 +16,15 @@ from django.utils import timezone
 
 from atlaso_site.lib.errors import CONFLICT, AtlasoError, invalid, not_found
 from beliefs.models import HUMAN_REVIEW_CHANNEL
-from deposits.domain.review import held_message, minutes_left
+from deposits.domain.review import claim_that_holds, held_message, minutes_left
 from deposits.domain.types import DIRECTIONAL, EVIDENCE_GRADES, FACETS
-from deposits.domain.validation import validate_correction, validate_reason, validate_user_id
+from deposits.domain.validation import (
+    MAX_CONTENT,
+    validate_content,
+    validate_correction,
+    validate_reason,
+    validate_user_id,
+)
 from deposits.models import ConflictEpisode, Deposit, Resolution, ReviewClaim, ReviewSkip, ScopeBag
 from deposits.selectors.bags import stats_of
 from deposits.services.deposits import AddResult, deposit_contradict, deposit_retract
@@ -171,19 +177,24 @@ def bag_resolve(
     keep: Sequence[str] = (),
     side: str | None = None,
     reason: str,
+    holds: str = "",
     reviewer: str,
 ) -> AddResult:
     """A reviewer settles a bag in conflict: one `human_review` deposit that keeps `keep` (or,
     with `side`, every live deposit of that polarity) and contradicts every other live
     directional deposit of the bag, in one transaction, with its Resolution record.
 
-    It copies the kept deposits' polarity, best grade, scope and artifacts, so it passes the
-    gate whenever they did. Kept deposits that disagree, a bag no longer in conflict (someone
-    resolved it first) or one another reviewer holds raise and write nothing. The bag's claim
-    and every reviewer's skip of it go with the conflict.
+    Its content is the claim that holds, what recall returns from then on: `holds` as the
+    reviewer put it, or else the kept deposits' contents; `reason` (why) goes on its edges, so a
+    justification is never recalled as a claim. It copies the kept deposits' polarity, best
+    grade, scope and artifacts, so it passes the gate whenever they did. Kept deposits that
+    disagree, a bag no longer in conflict (someone resolved it first) or one another reviewer
+    holds raise and write nothing. The bag's claim and every reviewer's skip of it go with the
+    conflict.
     """
     validate_user_id(user_id)
     reason = validate_reason(reason)
+    stated = validate_content(holds, field="holds") if holds.strip() else None
     if side is not None and side not in DIRECTIONAL:
         raise invalid("side", f"side must be one of {', '.join(DIRECTIONAL)}")
     with transaction.atomic():
@@ -215,8 +226,9 @@ def bag_resolve(
         grade = max((d.evidence_grade for d in kept), key=EVIDENCE_GRADES.index)
         artifacts = list(dict.fromkeys(ref for d in kept for ref in d.artifact_refs))
         overruled = [str(d.pk) for d in live if d not in kept]
+        content = stated or _kept_claim(kept)
         data = {
-            "content": reason,
+            "content": content,
             "polarity": kept[0].polarity,
             "evidence_grade": grade,
             "scope": {facet: getattr(bag, facet) for facet in FACETS},
@@ -242,6 +254,18 @@ def bag_resolve(
         ReviewClaim.objects.filter(bag_id=bag_id).delete()
         ReviewSkip.objects.filter(bag_id=bag_id).delete()
         return result
+
+
+def _kept_claim(kept: list[Deposit]) -> str:
+    """The claim that holds when the reviewer states none: the kept deposits' contents."""
+    claim = claim_that_holds(d.content for d in kept)
+    if len(claim) > MAX_CONTENT:
+        raise invalid(
+            "holds",
+            f"the kept deposits' contents come to {len(claim)} characters together, over the "
+            f"{MAX_CONTENT} one claim may hold: say what holds in fewer words",
+        )
+    return claim
 
 
 def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[Deposit]:

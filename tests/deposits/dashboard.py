@@ -10,7 +10,7 @@ from django.test import Client
 
 from beliefs.services import channel_get_or_create
 from deposits.domain.validation import validate_deposit
-from deposits.models import Deposit
+from deposits.models import Contradiction, Deposit
 from deposits.services.deposits import deposit_add
 from tests.cast import make_login
 from tests.deposits.scenario import NARROW, clock
@@ -93,3 +93,11 @@ def logged_in(role: str) -> Client:
     client = Client()
     client.force_login(make_login(role))
     return client
+
+
+def resolution_written() -> tuple[str, list[str]]:
+    """The one resolution deposit written: its content (what recall returns), and the reasons
+    of its edges, one per deposit it superseded."""
+    written = Deposit.objects.get(channel="human_review")
+    edges = Contradiction.objects.filter(new_deposit=written).order_by("old_deposit_id")
+    return written.content, list(edges.values_list("reason", flat=True))

@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 
 from atlaso_site.lib.errors import AtlasoError
-from deposits.models import ConflictEpisode, Deposit, ScopeBag
+from deposits.models import ConflictEpisode, Contradiction, Deposit, ScopeBag
 from deposits.selectors.bags import conflict_queue
 from deposits.selectors.deposits import deposit_detail
+from deposits.selectors.recall import recall
 from deposits.services.review import bag_resolve
 from tests.deposits.scenario import NARROW, correct, put
 
@@ -36,18 +37,58 @@ def test_resolving_writes_one_human_review_deposit_that_supersedes_the_other_sid
         "verified",
         "human_review",
     )
+    # With no `holds` given, what holds is what the kept deposits say; the reason is the edges'.
     assert (written.author, written.author_role, written.content) == (
         "rita",
         "reviewer",
-        "re-measured: it holds",
+        "threshold 0.7 holds\nthreshold 0.7 holds again",
     )
     assert written.contradicts == (c,)
+    assert list(Contradiction.objects.filter(new_deposit_id=result.id).values_list("reason", flat=True)) == [
+        "re-measured: it holds"
+    ]
     assert list(written.artifact_refs) == ["s3://a", "s3://b"]
     assert {f: getattr(written.scope, f) for f in NARROW} == NARROW
     assert Deposit.objects.get(pk=result.id).bag_id == bag_id
     assert not ScopeBag.objects.filter(pk=bag_id).in_conflict().exists()
     episode = ConflictEpisode.objects.get(bag_id=bag_id)
     assert (episode.ended_by, str(episode.ended_by_deposit_id)) == ("supersession", result.id)
+
+
+def test_the_claim_that_holds_is_recalled_and_the_reason_is_not():
+    bag_id, a, b, c = split_bag()
+    result = bag_resolve(
+        user_id="alice",
+        bag_id=bag_id,
+        keep=[a],
+        reason="Oat milk asked for twice; the dairy remark was about a guest",
+        holds="  threshold 0.7 holds on the fixed eval set ",
+        reviewer="rita",
+    )
+    written = deposit_detail("alice", result.id)
+    assert written.content == "threshold 0.7 holds on the fixed eval set"
+    why = "Oat milk asked for twice; the dairy remark was about a guest"
+    edges = Contradiction.objects.filter(new_deposit_id=result.id).values_list("old_deposit_id", "reason")
+    assert sorted((str(old), reason) for old, reason in edges) == sorted([(b, why), (c, why)])
+    hits = recall(user_id="alice", query="dairy remark guest", facets={}, limit=10)
+    assert [hit.deposit.id for hit in hits] == []
+    hits = recall(user_id="alice", query="fixed eval set", facets={}, limit=10)
+    assert [hit.deposit.content for hit in hits] == ["threshold 0.7 holds on the fixed eval set"]
+
+
+def test_a_side_kept_whole_holds_its_deposits_contents_each_once():
+    bag_id, *_ = split_bag()
+    put("positive", "threshold 0.7 holds", evidence_grade="observed")  # the same words again
+    result = bag_resolve(user_id="alice", bag_id=bag_id, side="positive", reason="both runs", reviewer="rita")
+    assert deposit_detail("alice", result.id).content == "threshold 0.7 holds\nthreshold 0.7 holds again"
+
+
+def test_what_holds_longer_than_a_claim_may_be_is_refused_on_holds():
+    bag_id, a, *_ = split_bag()
+    with pytest.raises(AtlasoError) as refused:
+        bag_resolve(user_id="alice", bag_id=bag_id, keep=[a], reason="why", holds="x" * 8001, reviewer="rita")
+    assert refused.value.details["field"] == "holds"
+    assert Deposit.objects.filter(channel="human_review").count() == 0
 
 
 def test_kept_deposits_that_disagree_write_nothing():

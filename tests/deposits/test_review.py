@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from atlaso_site.lib.errors import AtlasoError
 from deposits.models import ConflictEpisode, Deposit, Resolution, ReviewClaim
-from deposits.selectors.review import claim_on, desk_progress, resolution_page, skipped_by
+from deposits.selectors.bags import conflict_queue
+from deposits.selectors.review import claim_on, conflict_since, desk_progress, resolution_page, skipped_by
 from deposits.services.deposits import deposit_retract
 from deposits.services.review import (
     ALREADY_RESOLVED,
@@ -25,7 +26,7 @@ from deposits.services.review import (
     skip_return,
     taken_from,
 )
-from tests.deposits.dashboard import split
+from tests.deposits.dashboard import NARROW, split, write
 
 pytestmark = pytest.mark.django_db
 
@@ -234,6 +235,29 @@ def test_undo_revives_what_the_resolution_superseded_and_reopens_the_conflict():
     # Back on the desk, for anyone.
     assert claim_next(reviewer="remy") == ("alice", a.bag_id)
     assert desk_progress(reviewer="rita").resolved_today == 0
+
+
+def test_an_undone_conflict_keeps_waiting_since_it_began_through_every_undo():
+    (a,) = queue("alice")
+    began = ConflictEpisode.objects.get(bag_id=a.bag_id).started_at
+    for side in (a.positive, a.negative):  # resolved and undone twice
+        claim_next(reviewer="rita")
+        result = bag_resolve(user_id="alice", bag_id=a.bag_id, keep=side, reason="sure", reviewer="rita")
+        resolution_undo(user_id="alice", deposit_id=result.deposit.id, reviewer="rita")
+        reopened = ConflictEpisode.objects.get(bag_id=a.bag_id, ended_at__isnull=True)
+        assert reopened.started_at > began + timedelta(days=2)  # the episode is dated at the undo
+        assert conflict_since("alice", a.bag_id) == began
+        assert desk_progress(reviewer="rita").oldest_since == began
+        assert desk_progress(reviewer="rita", owner_prefix="ali").oldest_since == began
+        assert [item.conflict_since for item in conflict_queue().items] == [began]
+
+
+def test_a_conflict_that_comes_back_after_an_agents_write_waits_from_then():
+    (a,) = queue("alice")
+    result = bag_resolve(user_id="alice", bag_id=a.bag_id, keep=a.positive, reason="sure", reviewer="rita")
+    write("alice", "negative", "threshold 0.7 fails again", {**NARROW, "env": "prod"})
+    again = ConflictEpisode.objects.get(bag_id=a.bag_id, ended_at__isnull=True)
+    assert conflict_since("alice", a.bag_id) == again.started_at > result.deposit.created_at
 
 
 def test_undo_twice_is_refused_and_says_who_undid_it():

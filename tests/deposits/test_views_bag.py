@@ -9,7 +9,8 @@ import pytest
 from deposits.domain.validation import validate_correction
 from deposits.models import Deposit, ScopeBag
 from deposits.services.deposits import deposit_contradict
-from tests.deposits.dashboard import logged_in, split, write
+from deposits.services.review import bag_resolve, resolution_undo
+from tests.deposits.dashboard import logged_in, resolution_written, split, write
 from tests.deposits.scenario import NARROW
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +79,53 @@ def test_resolving_on_the_bag_page_redirects_to_it_showing_it_resolved():
     )
     assert "Resolved alice’s bag" in text and "superseding 2 deposits" in text
     assert not ScopeBag.objects.filter(pk=bag.bag_id).in_conflict().exists()
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_resolving_on_the_bag_page_writes_what_holds_as_the_claim_and_the_reason_on_its_edges(headers):
+    bag = split(positives=1, negatives=2)
+    client = logged_in("reviewer")
+    assert re.search(r'<textarea name="holds" id="holds"', client.get(bag.url).content.decode())
+    reason = "Two runs on the fixed set fail; the passing one used the old set"
+    client.post(
+        f"{bag.url}resolve/",
+        {"keep": bag.negative, "reason": reason, "holds": "threshold 0.7 fails in prod"},
+        headers=headers,
+    )
+    assert resolution_written() == ("threshold 0.7 fails in prod", [reason])
+    listed = client.get(bag.url).content.decode()
+    resolutions = listed[listed.index("<h2>Resolutions</h2>") : listed.index("<h2>Supersession history</h2>")]
+    assert "threshold 0.7 fails in prod" in resolutions and reason in resolutions
+
+
+def test_a_refused_resolution_on_the_bag_page_keeps_what_holds_as_typed():
+    bag = split()
+    response = logged_in("reviewer").post(
+        f"{bag.url}resolve/", {"reason": "", "holds": "my words for it", "keep": bag.positive}, headers=HTMX
+    )
+    assert ">my words for it</textarea>" in response.content.decode()
+    assert not Deposit.objects.filter(channel="human_review").exists()
+
+
+def test_an_undone_resolutions_edges_are_marked_undone_beside_the_live_deposits():
+    bag = split(positives=1, negatives=2)
+    agent = correct("alice", bag.negative[1], "threshold 0.7 holds after the fix", "re-measured")
+    result = bag_resolve(
+        user_id="alice", bag_id=bag.bag_id, keep=[*bag.positive, agent], reason="both hold", reviewer="rita"
+    )
+    resolution_undo(user_id="alice", deposit_id=result.deposit.id, reviewer="remy")
+    text = logged_in("reviewer").get(bag.url).content.decode()
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", text[text.index("<h2>Supersession history</h2>") :], re.S)
+    undone = [row for row in rows if f"/deposits/{result.deposit.id}/" in row]
+    assert len(undone) == 1, undone  # its edge to the negative deposit live again
+    assert re.search(r'<span class="badge retracted" title="undone by remy[^"]*">undone</span>', undone[0])
+    assert f"/deposits/{bag.negative[0]}/" in undone[0]
+    rows_of_deposits = re.findall(r'<tr class="(\w+)">((?:(?!</tr>).)*)</tr>', text, re.S)
+    (state,) = [state for state, row in rows_of_deposits if f'value="{bag.negative[0]}"' in row]
+    assert state == "live"
+    # An edge that still supersedes carries no mark.
+    (kept,) = [row for row in rows if f"/deposits/{agent}/" in row]
+    assert "undone" not in kept and "retracted" not in kept
 
 
 def test_resolving_with_htmx_swaps_in_the_bag_resolved():

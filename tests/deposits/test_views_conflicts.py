@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from deposits.models import Deposit, ScopeBag
-from tests.deposits.dashboard import logged_in, split
+from tests.deposits.dashboard import logged_in, resolution_written, split
 
 pytestmark = pytest.mark.django_db
 
@@ -102,6 +102,30 @@ def test_resolving_with_htmx_swaps_in_the_queue_without_the_bag_and_names_what_w
     written = Deposit.objects.get(channel="human_review")
     assert f"wrote positive deposit {written.pk} on human_review (verified), superseding 1 deposit" in text
     assert not in_conflict(first.bag_id) and "HX-Push-Url" not in response
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_resolving_from_the_queue_writes_what_holds_as_the_claim_and_the_reason_on_its_edges(headers):
+    bag = split(positives=2, negatives=1)
+    reviewer = logged_in("reviewer")
+    form = reviewer.get("/conflicts/").content.decode()
+    assert re.search(rf'<textarea name="holds" id="holds-{bag.bag_id}"', form)
+    reason = "Both runs are on the fixed eval set; the failing one was not"
+    reviewer.post(
+        bag.resolve_url,
+        {"keep": bag.positive, "reason": reason, "holds": "threshold 0.7 holds in prod", "page": "1"},
+        headers=headers,
+    )
+    assert resolution_written() == ("threshold 0.7 holds in prod", [reason])
+
+
+def test_what_holds_left_empty_is_what_the_kept_deposits_say():
+    bag = split(positives=2, negatives=1)
+    logged_in("reviewer").post(
+        bag.resolve_url, {"keep": bag.positive, "reason": "both runs hold", "holds": "  ", "page": "1"}
+    )
+    claim = "threshold 0.7 holds in prod (run 0)\nthreshold 0.7 holds in prod (run 1)"
+    assert resolution_written() == (claim, ["both runs hold"])
 
 
 def test_resolving_without_javascript_redirects_to_the_queue_it_came_from_with_the_message():

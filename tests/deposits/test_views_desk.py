@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from deposits.models import Deposit, Resolution
 from deposits.selectors.review import claim_on
-from deposits.services.review import bag_resolve, claim_next
-from tests.deposits.dashboard import NARROW, logged_in, split, write
+from deposits.services.review import bag_resolve, claim_next, resolution_undo
+from tests.deposits.dashboard import NARROW, logged_in, resolution_written, split, write
 from tests.deposits.scenario import retract
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +76,7 @@ def test_a_holds_button_resolves_and_the_desk_shows_the_next_conflict_with_an_un
     a, b = queue("alice", "bob")
     reviewer = logged_in("reviewer")
     reviewer.get(DESK)
-    answer = reviewer.post(resolve_url("alice", a.bag_id), {"reason": "re-measured", "holds": "negative"})
+    answer = reviewer.post(resolve_url("alice", a.bag_id), {"reason": "re-measured", "side": "negative"})
     assert answer.status_code == 302 and answer.url == DESK
     html = reviewer.get(DESK).content.decode()
     assert shown(html) == b.bag_id
@@ -113,7 +113,7 @@ def test_resolve_on_a_conflict_someone_else_holds_is_refused_naming_them():
     (a,) = queue("alice")
     claim_next(reviewer="rita")
     answer = logged_in("second-reviewer").post(
-        resolve_url("alice", a.bag_id), {"reason": "mine", "holds": "positive"}, follow=True
+        resolve_url("alice", a.bag_id), {"reason": "mine", "side": "positive"}, follow=True
     )
     assert answer.redirect_chain == [(DESK, 302)]
     html = answer.content.decode()
@@ -127,7 +127,7 @@ def test_a_conflict_resolved_meanwhile_says_so_keeps_the_reason_and_shows_the_ne
     reviewer.get(DESK)
     retract(a.negative[0], user="alice")  # an agent takes its claim back: no longer a conflict
     answer = reviewer.post(
-        resolve_url("alice", a.bag_id), {"reason": "my careful reason", "holds": "negative"}, follow=True
+        resolve_url("alice", a.bag_id), {"reason": "my careful reason", "side": "negative"}, follow=True
     )
     html = answer.content.decode()
     assert "it was resolved meanwhile" in html and "my careful reason" in html
@@ -199,7 +199,7 @@ def test_undo_from_the_desk_hands_the_conflict_straight_back():
     a, _b = queue("alice", "bob")
     reviewer = logged_in("reviewer")
     reviewer.get(DESK)
-    reviewer.post(resolve_url("alice", a.bag_id), {"reason": "oops", "holds": "positive"})
+    reviewer.post(resolve_url("alice", a.bag_id), {"reason": "oops", "side": "positive"})
     deposit_id = Resolution.objects.get(bag_id=a.bag_id).deposit_id
     answer = reviewer.post(f"/conflicts/resolved/alice/{deposit_id}/undo/", {"next": DESK}, follow=True)
     assert shown(answer.content.decode()) == a.bag_id
@@ -247,7 +247,7 @@ def test_an_htmx_resolve_answers_the_desk_alone_with_the_next_conflict():
     reviewer = logged_in("reviewer")
     reviewer.get(DESK)
     answer = reviewer.post(
-        resolve_url("alice", a.bag_id), {"reason": "holds", "holds": "positive"}, HTTP_HX_REQUEST="true"
+        resolve_url("alice", a.bag_id), {"reason": "holds", "side": "positive"}, HTTP_HX_REQUEST="true"
     )
     html = answer.content.decode()
     assert answer.status_code == 200 and html.lstrip().startswith('<section id="desk"')
@@ -265,3 +265,96 @@ def test_the_desk_holds_one_conflict_per_reviewer_going_back_to_a_skip_releases_
     back = reviewer.post(f"/conflicts/next/alice/{a.bag_id}/return/", {}, follow=True)
     assert shown(back.content.decode()) == a.bag_id
     assert claim_on(b.bag_id) is None  # free for the others again
+
+
+# ---- What holds, and why ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["plain", "htmx"])
+def test_a_holds_button_writes_what_holds_as_the_claim_and_the_reason_on_its_edges(headers):
+    (a,) = queue("alice")
+    reviewer = logged_in("reviewer")
+    assert 'name="holds" id="desk-holds"' in reviewer.get(DESK).content.decode()
+    reason = "Oat milk asked for twice; the dairy remark was about a guest"
+    reviewer.post(
+        resolve_url("alice", a.bag_id),
+        {"reason": reason, "holds": "Prefers oat milk", "side": "negative"},
+        headers=headers,
+    )
+    assert resolution_written() == ("Prefers oat milk", [reason])
+
+
+def test_a_holds_button_with_what_holds_left_empty_holds_that_sides_words():
+    a = split("alice", positives=1, negatives=2)
+    reviewer = logged_in("reviewer")
+    reviewer.get(DESK)
+    reviewer.post(
+        resolve_url("alice", a.bag_id), {"reason": "both runs fail", "holds": "", "side": "negative"}
+    )
+    claim = "threshold 0.7 fails in prod (run 0)\nthreshold 0.7 fails in prod (run 1)"
+    assert resolution_written() == (claim, ["both runs fail"])
+
+
+def test_ticks_and_resolve_on_the_desk_write_what_holds_and_the_reason():
+    (a,) = queue("alice")
+    reviewer = logged_in("reviewer")
+    reviewer.get(DESK)
+    reviewer.post(
+        resolve_url("alice", a.bag_id),
+        {"reason": "re-measured", "holds": "threshold 0.7 holds", "keep": a.positive},
+    )
+    assert resolution_written() == ("threshold 0.7 holds", ["re-measured"])
+
+
+def test_the_resolved_list_shows_what_holds_and_the_reason_apart():
+    (a,) = queue("alice")
+    bag_resolve(
+        user_id="alice",
+        bag_id=a.bag_id,
+        keep=a.positive,
+        reason="re-measured on the fixed set",
+        holds="threshold 0.7 holds",
+        reviewer="rita",
+    )
+    html = logged_in("reviewer").get("/conflicts/resolved/").content.decode()
+    assert '<span class="held-claim">threshold 0.7 holds</span>' in html
+    assert '<td data-label="Reason" class="clip reason">re-measured on the fixed set</td>' in html
+
+
+# ---- Undo and waiting ----------------------------------------------------------------------
+
+
+def test_the_last_resolution_is_still_offered_for_undo_after_a_skip():
+    a, b, _c = queue("alice", "bob", "carol")
+    reviewer = logged_in("reviewer")
+    reviewer.get(DESK)
+    reviewer.post(resolve_url("alice", a.bag_id), {"reason": "it holds", "side": "positive"})
+    skipped = reviewer.post(f"/conflicts/next/bob/{b.bag_id}/skip/", {}, follow=True).content.decode()
+    deposit_id = Resolution.objects.get(bag_id=a.bag_id).deposit_id
+    assert f'action="/conflicts/resolved/alice/{deposit_id}/undo/"' in skipped
+    assert 'data-key="undo"' in skipped
+    # Once undone, it is offered no more.
+    resolution_undo(user_id="alice", deposit_id=str(deposit_id), reviewer="rita")
+    assert 'data-key="undo"' not in reviewer.get(DESK).content.decode()
+
+
+def waiting(html: str) -> str:
+    """What the desk or a queue item says the conflict has waited."""
+    found = re.search(r'<span class="waiting">waiting <time[^>]*>([^<]+)</time>', html)
+    assert found, "no waiting time shown"
+    return found.group(1)
+
+
+def test_an_undone_conflict_has_waited_since_it_began_not_since_the_undo():
+    a = split("alice", at=timezone.now() - timedelta(days=3))
+    reviewer = logged_in("reviewer")
+    assert waiting(reviewer.get(DESK).content.decode()) == "3\xa0days"
+    reviewer.post(resolve_url("alice", a.bag_id), {"reason": "wrong side", "side": "negative"})
+    deposit_id = Resolution.objects.get(bag_id=a.bag_id).deposit_id
+    desk = reviewer.post(f"/conflicts/resolved/alice/{deposit_id}/undo/", {"next": DESK}, follow=True)
+    html = desk.content.decode()
+    assert shown(html) == a.bag_id
+    assert waiting(html) == "3\xa0days"
+    oldest = re.search(r"oldest waiting <strong><time[^>]*>([^<]+)</time>", html)
+    assert oldest and oldest.group(1) == "3\xa0days"
+    assert waiting(reviewer.get("/conflicts/").content.decode()) == "3\xa0days"

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
+from deposits.models import Deposit
 from tests.conftest import make_client
 from tests.deposits.dashboard import split
 from tests.e2e.browser import WIDTHS, login, screenshot
@@ -60,9 +61,19 @@ def test_a_reviewer_resolves_the_oldest_conflict_in_place_and_the_next_one_takes
     item.get_by_role("button", name="Resolve").click()
     expect(item.get_by_role("alert")).to_contain_text("the deposits you kept disagree")
     expect(page.locator(f"#item-{second.bag_id} #keep-{second.negative[0]}")).to_be_checked()
-    expect(page.locator(f"#item-{second.bag_id} textarea")).to_have_value("both?")
+    expect(page.locator(f"#item-{second.bag_id} textarea[name=reason]")).to_have_value("both?")
     screenshot(page, "conflict-queue-refused", widths=WIDTHS[:1])
     assert has_disagreement(second.user_id, second.bag_id)
+
+    # What holds follows the ticks shown again (a pre-fill is never taken for the reviewer's
+    # words), and the claim written is what it says.
+    holds = page.locator(f"#item-{second.bag_id}").get_by_label("What holds")
+    page.locator(f"#item-{second.bag_id} #keep-{second.negative[0]}").uncheck()
+    positive = Deposit.objects.get(pk=second.positive[0]).content
+    expect(holds).to_have_value(positive)
+    page.locator(f"#item-{second.bag_id}").get_by_role("button", name="Resolve").click()
+    expect(page.get_by_role("status")).to_contain_text("Resolved bob’s bag")
+    assert Deposit.objects.get(channel="human_review", user_id=second.user_id).content == positive
 
 
 def test_without_javascript_the_form_posts_and_comes_back_to_the_queue(

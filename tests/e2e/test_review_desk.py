@@ -129,7 +129,7 @@ def test_two_reviewers_get_different_conflicts_a_held_one_is_refused_expires_and
         token = remy.locator("input[name=csrfmiddlewaretoken]").first.input_value()
         refused = remy.request.post(
             f"/conflicts/next/{alice.user_id}/{alice.bag_id}/resolve/",
-            form={"csrfmiddlewaretoken": token, "reason": "It holds", "holds": "positive"},
+            form={"csrfmiddlewaretoken": token, "reason": "It holds", "side": "positive"},
         )
         # Refused, and redirected back to the desk (a reload posts nothing), which says why.
         assert refused.status == 200 and refused.url.endswith("/conflicts/next/"), refused.url
@@ -367,7 +367,80 @@ def test_undo_from_the_desk_and_from_the_resolved_list_brings_the_conflict_back(
     expect(page.locator(f"#item-{first.bag_id}")).to_be_visible()
 
 
-# ---- 6. Without JavaScript -----------------------------------------------------------------
+def test_u_after_a_skip_undoes_the_resolution_made_a_moment_before(page: Page, live_server):
+    first, second, third = queue("alice", "bob", "carol")
+    login(page, "reviewer")
+    page.goto(DESK)
+    page.get_by_label("Why does one side hold?").fill("Both positive runs are on the fixed set")
+    page.get_by_role("button", name="Positive holds").click()
+    expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
+    assert not has_disagreement(first.user_id, first.bag_id)
+
+    page.keyboard.press("Escape")
+    page.keyboard.press("s")  # bob's: not sure
+    expect(desk_item(page)).to_have_id(f"item-{third.bag_id}")
+    expect(page.locator("#desk .messages")).to_contain_text("Skipped bob’s conflict")
+    expect(page.locator("#toast .last-resolution")).to_contain_text("Your last resolution: alice’s bag")
+
+    page.keyboard.press("Escape")
+    page.keyboard.press("u")
+    expect(page.get_by_role("status").first).to_contain_text("Undone: alice’s bag is back in conflict")
+    expect(page.locator("#key-hint")).not_to_contain_text("No resolution to undo here")
+    expect(desk_item(page)).to_have_id(f"item-{first.bag_id}")
+    assert has_disagreement(first.user_id, first.bag_id)
+    assert live_polarities(first) == ["negative", "positive", "positive"]
+    # Nothing left to undo: u says so.
+    page.keyboard.press("Escape")
+    page.keyboard.press("u")
+    expect(page.locator("#key-hint")).to_have_text("No resolution to undo here.")
+
+
+# ---- 6. What holds -------------------------------------------------------------------------
+
+
+def resolution_content() -> str:
+    return Deposit.objects.get(channel="human_review", retracted_at__isnull=True).content
+
+
+def test_what_holds_is_filled_in_from_the_ticks_and_a_side_and_the_reviewers_words_are_kept(
+    page: Page, live_server
+):
+    first, second, third = queue("alice", "bob", "carol")
+    login(page, "reviewer")
+    page.goto(DESK)
+    holds = page.get_by_label("What holds")
+    expect(holds).to_have_value("")
+    page.get_by_label("Why does one side hold?").fill("The failing run is the only one on the fixed set")
+
+    # Ticking fills it in with what the ticked deposits say; unticking follows.
+    page.locator(f"#keep-{first.negative[0]}").check()
+    expect(holds).to_have_value("threshold 0.7 fails in prod (run 0)")
+    page.locator(f"#keep-{first.negative[0]}").uncheck()
+    expect(holds).to_have_value("")
+
+    # A side's button fills it with that side's words, sent as the claim that holds.
+    page.keyboard.press("Escape")
+    page.keyboard.press("2")
+    expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
+    assert resolution_content() == "threshold 0.7 fails in prod (run 0)"
+    expect(page.locator("#desk .messages")).to_contain_text(
+        "What holds now: “threshold 0.7 fails in prod (run 0)”"
+    )
+
+    # The reviewer's own words win over any tick or side.
+    page.get_by_label("Why does one side hold?").fill("Both runs passed on the fixed set")
+    holds.fill("Threshold 0.7 holds in prod on the fixed eval set")
+    page.locator(f"#keep-{second.negative[0]}").check()
+    expect(holds).to_have_value("Threshold 0.7 holds in prod on the fixed eval set")
+    page.locator(f"#keep-{second.negative[0]}").uncheck()
+    page.get_by_role("button", name="Positive holds").click()
+    expect(desk_item(page)).to_have_id(f"item-{third.bag_id}")
+    written = Deposit.objects.get(channel="human_review", user_id="bob")
+    assert written.content == "Threshold 0.7 holds in prod on the fixed eval set"
+    assert written.polarity == "positive"
+
+
+# ---- 7. Without JavaScript -----------------------------------------------------------------
 
 
 def test_without_javascript_the_desk_resolves_skips_undoes_and_takes_over(
