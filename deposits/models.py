@@ -466,3 +466,18 @@ class Resolution(models.Model):
             models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
             models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
         ]
+
+
+class ResolutionKept(models.Model):
+    """A deposit a resolution kept: the resolution deposit copied its artifact refs, so erasing it
+    takes from the resolution deposit the refs that no other kept deposit gave."""
+
+    resolution = models.ForeignKey(Resolution, on_delete=models.CASCADE, related_name="kept_deposits")
+    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["resolution", "deposit"], name="resolution_kept_unique")
+        ]
+        indexes = [models.Index(fields=["user_id", "deposit"], name="resolution_kept_user_deposit")]
