@@ -37,6 +37,7 @@ from beliefs.services import (
 )
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
+from deposits.domain.bags import bag_scope
 from deposits.domain.idempotency import WINDOW, payload_fingerprint
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
@@ -418,7 +419,10 @@ def _insert(
         bag = bag_ids.get(memo)
         if bag is None:
             bag = bag_ids[memo] = compute_bag_id(user_id, scope)
-        new = by_bag.setdefault(bag, NewDeposits(scope))
+        new = by_bag.get(bag)
+        if new is None:
+            # The bag row holds the facets as bags compare them (NFC); the deposit, as sent.
+            new = by_bag[bag] = NewDeposits(bag_scope(scope))
         new.polarities.append((draft.polarity, now))
         new.texts.append(search_text(draft.content, scope.note))
         belief = draft.belief
