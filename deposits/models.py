@@ -88,10 +88,12 @@ class ScopeBag(models.Model):
 
     id = models.CharField(max_length=40, primary_key=True)
     user_id = models.CharField(max_length=128)
-    model = models.CharField(max_length=200, null=True)
-    dataset = models.CharField(max_length=200, null=True)
-    env = models.CharField(max_length=200, null=True)
-    version = models.CharField(max_length=200, null=True)
+    # The text facets in NFC (deposits.domain.bags.compared): a facet sent as 200 characters may
+    # take up to three times as many so (Unicode bounds NFC's growth at 3×).
+    model = models.CharField(max_length=600, null=True)
+    dataset = models.CharField(max_length=600, null=True)
+    env = models.CharField(max_length=600, null=True)
+    version = models.CharField(max_length=600, null=True)
     n = models.BigIntegerField(null=True)
     seed = models.BigIntegerField(null=True)
     # Live = neither soft-retracted nor superseded.

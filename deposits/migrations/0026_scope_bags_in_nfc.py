@@ -15,7 +15,7 @@ them is set aside for this one statement per bag, in this migration's transactio
 from collections import defaultdict
 from importlib import import_module
 
-from django.db import migrations
+from django.db import migrations, models
 
 FACETS = ("model", "dataset", "env", "version", "n", "seed")
 IMMUTABLE = "deposits_immutable"
@@ -165,4 +165,13 @@ def regroup(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("deposits", "0025_erasure_takes_copied_refs")]
 
-    operations = [migrations.RunPython(regroup, migrations.RunPython.noop)]
+    operations = [
+        # A text facet in NFC may be up to three times as long as sent (200 characters).
+        *(
+            migrations.AlterField(
+                model_name="scopebag", name=facet, field=models.CharField(max_length=600, null=True)
+            )
+            for facet in ("model", "dataset", "env", "version")
+        ),
+        migrations.RunPython(regroup, migrations.RunPython.noop),
+    ]

@@ -75,3 +75,15 @@ def test_a_correction_without_a_scope_lands_in_the_bag_of_what_it_corrects(api):
     assert answer.status == 201, answer.body
     assert ScopeBag.objects.count() == 1
     assert api.get("/users/alice/bags").body["items"][0]["has_disagreement"] is False
+
+
+def test_a_facet_that_grows_in_nfc_is_grouped_whole(api):
+    # U+FB2C (a Hebrew letter with two marks) is three characters in NFC: 200 sent, 600 compared.
+    grows = "\ufb2c" * 200
+    works = add(api, "the espresso threshold works", "positive", grows)
+    fails = add(api, "the espresso threshold fails", "negative", grows)
+    [bag] = api.get("/users/alice/bags").body["items"]
+    assert bag["scope"]["env"] == unicodedata.normalize("NFC", grows) and bag["has_disagreement"]
+    assert len(bag["scope"]["env"]) == 600
+    assert {d["id"] for d in api.get(f"/users/alice/bags/{bag['bag_id']}").body["deposits"]} == {works, fails}
+    assert api.get(f"/users/alice/deposits/{works}").body["scope"]["env"] == grows
