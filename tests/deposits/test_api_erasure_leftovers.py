@@ -147,8 +147,8 @@ def test_resolutions_written_before_kept_deposits_were_recorded_are_given_them(e
     loser = add(eraser, "fails", "negative")
     resolution = resolve_keeping(eraser, [kept, also], [loser])
     later = add(eraser, "holds again", "positive", artifact_refs=["s3://runs/later"])
-    ResolutionKept.objects.all().delete()  # as the resolutions before deposits/0025 stand
-    migration = import_module("deposits.migrations.0025_erasure_takes_copied_refs")
+    ResolutionKept.objects.all().delete()  # as the resolutions before deposits/0026 stand
+    migration = import_module("deposits.migrations.0026_erasure_takes_copied_refs")
     migration.forward(apps, SchemaEditor())
     recorded = set(ResolutionKept.objects.values_list("deposit_id", flat=True))
     assert {str(pk) for pk in recorded} == {kept, also}

@@ -1,4 +1,4 @@
-"""deposits/0026 regroups the bags written before scope values were compared in NFC: two
+"""deposits/0027 regroups the bags written before scope values were compared in NFC: two
 spellings of one scope become one bag, recounted, its conflict flagged, and every deposit kept
 with everything it holds."""
 
@@ -45,7 +45,7 @@ def bags_spelled_apart() -> Iterator[None]:
 
 
 def regroup() -> None:
-    import_module("deposits.migrations.0026_scope_bags_in_nfc").regroup(apps, SchemaEditor())
+    import_module("deposits.migrations.0027_scope_bags_in_nfc").regroup(apps, SchemaEditor())
 
 
 def env(spelling: str, **more: object) -> dict[str, object]:

@@ -55,7 +55,7 @@ def _restore_immutability(connection) -> None:
             cursor.execute(f"ALTER TABLE deposits_deposit ENABLE TRIGGER {IMMUTABLE}")
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
         else:
-            cursor.execute(import_module("deposits.migrations.0025_erasure_takes_copied_refs").SQLITE)
+            cursor.execute(import_module("deposits.migrations.0026_erasure_takes_copied_refs").SQLITE)
 
 
 def _merge(cursor, user_id: str, old: str, target: str, facets: tuple) -> None:
@@ -163,7 +163,7 @@ def regroup(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("deposits", "0025_erasure_takes_copied_refs")]
+    dependencies = [("deposits", "0026_erasure_takes_copied_refs")]
 
     operations = [
         # A text facet in NFC may be up to three times as long as sent (200 characters).

@@ -72,7 +72,7 @@ WHEN NOT ({allowed})
 BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END;"""
 
 
-#: The trigger as this migration leaves it (deposits/0026 drops and recreates it on SQLite).
+#: The trigger as this migration leaves it (deposits/0027 drops and recreates it on SQLite).
 SQLITE = _sqlite_trigger(refs_may_drop=True)
 
 
@@ -118,7 +118,7 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("deposits", "0024_bag_terms_chunks")]
+    dependencies = [("deposits", "0025_episode_waiting_since")]
 
     operations = [
         migrations.CreateModel(
