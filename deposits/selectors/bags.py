@@ -112,11 +112,12 @@ def bag_page(
     limit: int = 50,
     offset: int = 0,
 ) -> Page[Bag]:
-    """An owner's bags holding live deposits, most recently changed first."""
+    """An owner's bags holding live deposits, most recently changed first; text facets are
+    compared as bags hold them (NFC)."""
     bags = ScopeBag.objects.filter(user_id=user_id).holding_live()
     for facet, value in (facets or {}).items():
         if value is not None:
-            bags = bags.filter(**{facet: value})
+            bags = bags.filter(**{facet: rules.compared(value)})
     if conflict is not None:
         bags = bags.in_conflict() if conflict else bags.not_in_conflict()
     rows = bags.order_by("-updated_at", "id")
