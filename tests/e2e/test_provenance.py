@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -50,7 +51,10 @@ def test_an_operator_lowers_a_ceiling_and_watches_the_rebuild_finish(page: Page,
     expect(row).to_contain_text("A change rebuilds 3 beliefs.")
     screenshot(page, "provenance")
 
+    save = row.get_by_role("button", name="Save")
+    expect(save).not_to_have_class(re.compile(r"\bdanger\b"))  # beside the unchanged value
     row.get_by_label("New ceiling of agent_own").fill("0.45")
+    expect(save).to_have_class(re.compile(r"\bdanger\b"))
     # It rebuilds beliefs, so Save asks first, saying how many.
     asked: list[str] = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
