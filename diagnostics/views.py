@@ -59,6 +59,8 @@ FIRST_RUN = {
 ALARMING = (Status.FAILED, LOST, STALLED)
 ACTIVE = (Status.QUEUED, Status.RUNNING)
 NO_OUTCOMES = "No confirmations yet: each Confirm on a belief page records one."
+# A job's count that is the length of a list it also records: shown once, as the list.
+LENGTH_OF = {"mismatched": "mismatches"}
 
 
 # ---- Small helpers ------------------------------------------------------------------------
@@ -204,14 +206,21 @@ class RunRow:
 
     @property
     def counts(self) -> list[tuple[str, str]]:
-        """The run's counts as words: a list by its length and first few items."""
-        return [(key, _count_text(value)) for key, value in (self.run.counts or {}).items()]
+        """The run's counts as words: a list by its length and first few items, "none" when empty.
+
+        A count that only repeats a list's length (verify's `mismatched` beside `mismatches`) is
+        left out: "mismatched 0; mismatches 0" said one thing twice.
+        """
+        counts = self.run.counts or {}
+        repeated = {count for count, listed in LENGTH_OF.items() if isinstance(counts.get(listed), list)}
+        return [(key, _count_text(value)) for key, value in counts.items() if key not in repeated]
 
 
 def _count_text(value: Any) -> str:
     if isinstance(value, list):
-        shown = ", ".join(map(str, value[:5])) + (f" and {len(value) - 5} more" if len(value) > 5 else "")
-        return f"{len(value)}: {shown}" if value else "0"
+        items = ["/".join(map(str, item)) if isinstance(item, list) else str(item) for item in value]
+        shown = ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+        return f"{len(items)}: {shown}" if items else "none"
     if isinstance(value, dict):
         return ", ".join(f"{key} {item}" for key, item in value.items())
     return str(value)
