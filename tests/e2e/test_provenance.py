@@ -182,6 +182,7 @@ def test_a_new_keys_secret_is_on_screen_after_create_key_at_both_sizes_with_and_
                 form.get_by_label("Channel").select_option("agent-0")
                 form.get_by_role("button", name="Create key").click()
                 expect(page.locator("#api-key-secret")).to_have_count(1)
+                expect(page.locator("#api-keys")).not_to_contain_text("{#")  # no template source shown
                 if not on_screen(page):
                     box = page.locator("#api-key-secret").bounding_box()
                     how = "with htmx" if javascript else "without JavaScript"
