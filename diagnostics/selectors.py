@@ -459,7 +459,9 @@ def deployment_trend(
     """What the dashboard draws of the deployment: its snapshots, not a pooled recount (its FMI
     figure, the newest of them, is `fmi_figure`'s), and its backlog (`counts`: see backlog)."""
     now = now or timezone.now()
-    return DeploymentTrend(points=_points(None, days, now), backlog=backlog(days=days, now=now, counts=counts))
+    return DeploymentTrend(
+        points=_points(None, days, now), backlog=backlog(days=days, now=now, counts=counts)
+    )
 
 
 def recent_deposits(*, user_id: str, limit: int = 10) -> list[DepositRecord]:

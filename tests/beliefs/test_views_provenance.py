@@ -183,8 +183,13 @@ def test_channels_are_listed_with_tier_keys_and_beliefs(operator, agent_beliefs)
     row = channel_row(operator.get(PAGE).content.decode(), "support-agent")
     assert 'agent_own <span class="muted">(0.8)</span>' in row
     # Said in words, not as an unexplained "1 (2)".
-    assert '<td data-label="API keys" class="num">1 live <span class="muted small">+ 1 revoked</span></td>' in row
-    assert '<td data-label="Beliefs" class="num">3</td>' in row and "Rebuilds <strong>3</strong> beliefs." in row
+    assert (
+        '<td data-label="API keys" class="num">1 live <span class="muted small">+ 1 revoked</span></td>'
+        in row
+    )
+    assert (
+        '<td data-label="Beliefs" class="num">3</td>' in row and "Rebuilds <strong>3</strong> beliefs." in row
+    )
     assert '<option value="agent_own" selected>' in row and ">Rebind</button>" in row
 
 

@@ -43,7 +43,10 @@ def between_snapshots():
     """alice and bob snapshotted twice, then written to again, and a new owner since."""
     conflict("alice")
     agreeing("alice")
-    settled = [put("positive", "the cache helps", {"env": "old"}), put("negative", "the cache hurts", {"env": "old"})]
+    settled = [
+        put("positive", "the cache helps", {"env": "old"}),
+        put("negative", "the cache hurts", {"env": "old"}),
+    ]
     correct(settled[:1], "the cache hurts after all", polarity="negative")
     for query in ("backoff export", "threshold"):
         recall_record(user_id="alice", results=recall(user_id="alice", query=query))
@@ -83,7 +86,9 @@ def test_an_owners_figures_are_the_same_on_every_page_that_shows_them(between_sn
         "owner page": number(r'<span class="fmi-number">(\d+)</span>', owner),
         "owner page's trend, its last point": int(last_point),
         "health page": number(r"Latest snapshot .*?: FMI (\d+)", health),
-    } == dict.fromkeys(["owners list", "owner page", "owner page's trend, its last point", "health page"], fmi)
+    } == dict.fromkeys(
+        ["owners list", "owner page", "owner page's trend, its last point", "health page"], fmi
+    )
     assert live == number(r"(\d+) deposits? live in all", text(owner))
     assert live == Deposit.objects.filter(user_id="alice").live().count()  # live, not the snapshot's
     assert conflicts == number(r"(\d+) open conflicts?", text(owner)) == 1
@@ -103,4 +108,6 @@ def test_the_deployments_counts_on_the_overview_are_the_owners_lists(between_sna
     assert number(r"(\d+) open conflicts?", overview) == column(2) == 2
     assert number(r"(\d+) uncertain beliefs?", overview) == column(3) == 1
     deployment_fmi = number(r'<span class="fmi-number">(\d+)</span>', reviewer.get("/").content.decode())
-    assert deployment_fmi == number(r"Latest snapshot .*?: FMI (\d+)", text(reviewer.get("/health/").content.decode()))
+    assert deployment_fmi == number(
+        r"Latest snapshot .*?: FMI (\d+)", text(reviewer.get("/health/").content.decode())
+    )

@@ -160,5 +160,5 @@ def test_a_bag_of_open_notes_says_it_holds_no_directional_claims_not_0_percent_o
     assert ">0%<" not in row and "badge thin" not in row
     bag = reviewer.get(bag_rows(owner)[0]).content.decode()
     facts = bag.split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
-    assert "no <a class=\"term\" href=\"/help/#directional\">directional</a> claims" in facts
+    assert 'no <a class="term" href="/help/#directional">directional</a> claims' in facts
     assert ">0%<" not in facts and "badge thin" not in facts

@@ -171,7 +171,9 @@ def test_a_new_keys_secret_is_on_screen_after_create_key_at_both_sizes_with_and_
     missed = []
     for size_name, size in SIZES.items():
         for javascript in (True, False):
-            context = browser.new_context(base_url=live_server.url, viewport=size, java_script_enabled=javascript)
+            context = browser.new_context(
+                base_url=live_server.url, viewport=size, java_script_enabled=javascript
+            )
             context.route("**/*", outside_requests.guard)
             page = context.new_page()
             try:
