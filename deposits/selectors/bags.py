@@ -85,6 +85,12 @@ class Bag:
         return self.stats.agreement_score
 
     @property
+    def has_directional(self) -> bool:
+        """Whether any live deposit takes a side: agreement and thin evidence are about those, so
+        a bag of open notes shows neither a 0% agreement nor a thin badge."""
+        return self.stats.directional_count > 0
+
+    @property
     def has_disagreement(self) -> bool:
         return self.stats.has_disagreement
 
