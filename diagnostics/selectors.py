@@ -207,19 +207,23 @@ class FmiFigure:
 
 
 def fmi_figure(
-    *, user_id: str | None, now: datetime | None = None, points: Sequence[SnapshotPoint] = ()
+    *,
+    user_id: str | None,
+    now: datetime | None = None,
+    points: Sequence[SnapshotPoint] = (),
+    live: bool = False,
 ) -> FmiFigure:
-    """An owner's (`user_id` None: the deployment's) FMI as every dashboard page shows it.
+    """An owner's (`user_id` None: the deployment's) FMI as the dashboard's pages show it.
 
-    One figure for one thing: the overview, the owners list, the owner page and its trend's last
-    point, and the health page all show the latest snapshot's FMI with its time. Computing it on
-    each page would put a live figure beside the snapshot figures of the list and the trends.
-    `points`, the same owner's trend when the page read it already: its newest point is that
-    latest snapshot, so it spares the query.
+    One figure for one thing: the overview, the owners list, the trends' last points and the
+    health page show the latest snapshot's FMI with its time. The owner page heads with the FMI
+    now (`live`: what a resolution there moves at once), saying so, and names the snapshot's
+    beside it when the two differ. `points`, the same owner's trend when the page read it
+    already: its newest point is that latest snapshot, so it spares the query.
     """
     now = now or timezone.now()
-    snapshot: Snapshot | SnapshotPoint | None = points[-1] if points else None
-    if snapshot is None:
+    snapshot: Snapshot | SnapshotPoint | None = None if live else (points[-1] if points else None)
+    if snapshot is None and not live:
         latest = Snapshot.objects.filter(is_latest=True)
         latest = latest.filter(user_id=user_id) if user_id else latest.filter(user_id__isnull=True)
         snapshot = latest.order_by("-taken_at", "-id").first()

@@ -376,18 +376,17 @@ def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
         return render(request, "diagnostics/owner.html#bags", context)
     now = timezone.now()
     history = selectors.health_history(user_id=user_id, days=TREND_DAYS, now=now)
-    # The same FMI as the owners list and the trend's last point (the latest snapshot, with its
-    # time), and the same live counts as the owners list's row.
-    figure = selectors.fmi_figure(user_id=user_id, now=now, points=history.points)
+    # The FMI now, which a resolution moves at once, headed "now"; the latest snapshot's (the
+    # owners list's and the trend's last point) named beside it, with its time, when it differs.
+    # The counts are the owners list row's, live.
+    figure = selectors.fmi_figure(user_id=user_id, now=now, live=True)
+    latest = selectors.fmi_figure(user_id=user_id, now=now, points=history.points)
     row = selectors.owner_row(user_id=user_id)
     context |= {
         "fmi": figure,
+        "latest": latest if latest.from_snapshot and latest.fmi != figure.fmi else None,
         "health": Health.of(figure),
         "live_deposits": row.live_deposits if row else 0,
-        # Written to after the snapshot: the FMI shown does not count it yet (the next run will).
-        "written_since": bool(
-            figure.from_snapshot and row and row.last_activity and row.last_activity > figure.taken_at
-        ),
         "snapshot_minutes": settings.FMI_SNAPSHOT_MINUTES,
         "backlog": history.backlog,
         "trend": _fmi_chart(history.points, days=TREND_DAYS, now=now, title=f"FMI, last {TREND_DAYS} days"),

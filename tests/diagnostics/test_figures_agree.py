@@ -1,5 +1,6 @@
 """One number for one thing: each page that shows an owner's (or the deployment's) figure shows the
-same one (dashboard.md, "Accessible and honest"), read here from each page as a reader sees it.
+same one (dashboard.md, "Accessible and honest"), read here from each page as a reader sees it;
+the one page that heads with a figure of now says so, and names the snapshot's beside it.
 
 The world is a running deployment between two snapshot runs: snapshots taken, then more writes,
 so a live recount and the latest snapshot differ, and a page mixing the two would show it.
@@ -83,12 +84,23 @@ def test_an_owners_figures_are_the_same_on_every_page_that_shows_them(between_sn
 
     assert {
         "owners list": fmi,
-        "owner page": number(r'<span class="fmi-number">(\d+)</span>', owner),
+        "owner page, the snapshot's figure it names": number(
+            r"the latest snapshot ?'s FMI, (\d+) ?, taken", text(owner)
+        ),
         "owner page's trend, its last point": int(last_point),
         "health page": number(r"Latest snapshot .*?: FMI (\d+)", health),
     } == dict.fromkeys(
-        ["owners list", "owner page", "owner page's trend, its last point", "health page"], fmi
+        [
+            "owners list",
+            "owner page, the snapshot's figure it names",
+            "owner page's trend, its last point",
+            "health page",
+        ],
+        fmi,
     )
+    # The owner page heads with the FMI now, and says so: what a resolution there moves at once.
+    assert number(r'<span class="fmi-number">(\d+)</span>', owner) == selectors.health(user_id="alice").fmi
+    assert re.search(r"Field Maturity Index \W* now, over 30 days of recalls", text(owner))
     assert live == number(r"(\d+) deposits? live in all", text(owner))
     assert live == Deposit.objects.filter(user_id="alice").live().count()  # live, not the snapshot's
     assert conflicts == number(r"(\d+) open conflicts?", text(owner)) == 1

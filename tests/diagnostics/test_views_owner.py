@@ -7,7 +7,10 @@ import re
 import pytest
 
 from deposits.models import Deposit
-from deposits.services.deposits import deposit_retract
+from deposits.selectors.recall import recall
+from deposits.services.deposits import deposit_retract, recall_record
+from deposits.services.review import bag_resolve
+from tests.deposits.dashboard import split
 from tests.deposits.scenario import put
 from tests.diagnostics.dashboard import XSS, agreeing, belief, conflict, logged_in, snapshots
 
@@ -140,12 +143,13 @@ def test_stored_text_renders_as_text(reviewer):
 
 def test_the_page_reads_in_a_fixed_number_of_queries(reviewer, alice, django_assert_max_num_queries):
     snapshots("alice", [40, 55, 61])
-    with django_assert_max_num_queries(16):
+    # 17: the FMI now, the latest snapshot's beside it, and the owners list's live row.
+    with django_assert_max_num_queries(17):
         assert reviewer.get("/owners/alice/").status_code == 200
     for i in range(30):
         put("negative", f"more {i}", {"model": "m", "env": f"e{i}"}, user="alice")
         belief("alice", key=f"k:{i}", value="v")
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):
         assert reviewer.get("/owners/alice/").status_code == 200
     with django_assert_max_num_queries(6):
         assert reviewer.get("/owners/alice/?page=2", headers={"HX-Request": "true"}).status_code == 200
@@ -162,3 +166,19 @@ def test_a_bag_of_open_notes_says_it_holds_no_directional_claims_not_0_percent_o
     facts = bag.split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
     assert 'no <a class="term" href="/help/#directional">directional</a> claims' in facts
     assert ">0%<" not in facts and "badge thin" not in facts
+
+
+def test_resolving_a_conflict_moves_the_fmi_the_owner_page_heads_with_at_once(reviewer):
+    """dashboard.md's browser walk: resolve a conflict and see the FMI change, with no snapshot
+    run in between; the latest snapshot's figure is named beside it, with its time."""
+    bag = split("alice")
+    agreeing("alice")
+    for query in ("threshold", "backoff export"):
+        recall_record(user_id="alice", results=recall(user_id="alice", query=query))
+    snapshots("alice", [40, 55])
+    before = reviewer.get("/owners/alice/").content.decode()
+    bag_resolve(user_id="alice", bag_id=bag.bag_id, side="positive", reason="asked twice", reviewer="rita")
+    after = reviewer.get("/owners/alice/").content.decode()
+    fmi = lambda page: int(re.search(r'<span class="fmi-number">(\d+)</span>', page).group(1))  # noqa: E731
+    assert fmi(after) > fmi(before)
+    assert "snapshot</a>'s FMI, <strong>55</strong>" in after
