@@ -198,7 +198,7 @@ def test_streamable_http_says_on_stderr_where_it_listens_and_writes_nothing_on_s
             async with Client(url.group(1)) as client:
                 return await client.list_tools()
 
-        assert len(asyncio.run(main()).tools) == 10
+        assert len(asyncio.run(main()).tools) == 11
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
