@@ -56,6 +56,7 @@ def owner() -> str:
 KINDS = {
     "test_retries.py": "transport-fault",
     "test_mcp_tools.py": "MCP (in memory)",
+    "test_mcp_settle.py": "MCP (in memory)",
     "test_mcp_stdio.py": "MCP (subprocess)",
     "test_packaging.py": "packaging",
     "test_bench_client.py": "benchmark",

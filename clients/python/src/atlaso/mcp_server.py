@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from atlaso._agent_tools import (
     DESCRIPTIONS,
@@ -535,7 +535,6 @@ def _settle_form(sides: dict[str, list[dict[str, Any]]]) -> type[BaseModel]:
     holds_type: Any = Literal[tuple(present)]  # type: ignore[valid-type]
     return create_model(
         "SettleForm",
-        __config__=ConfigDict(extra="forbid"),
         holds=(
             holds_type,
             Field(title="Which side holds?", description="The side that is true.", json_schema_extra=titled),
@@ -584,7 +583,10 @@ async def _bag_in_conflict(box: _Toolbox, ctx: Context, user_id: str | None, bag
 
 
 # What settle answers when the person does not choose: (action, what they did).
-_REFUSALS = {"decline": ("declined", "declined to settle it"), "cancel": ("cancelled", "dismissed the question")}
+_REFUSALS = {
+    "decline": ("declined", "declined to settle it"),
+    "cancel": ("cancelled", "dismissed the question"),
+}
 
 
 def _settle_tool(box: _Toolbox) -> None:
@@ -642,7 +644,9 @@ async def _write_settlement(
     live = [d for d in bag.deposits if d.state == "live" and d.polarity in DIRECTIONAL]
     kept = [d for d in live if d.polarity == holds]
     if not kept:
-        raise ToolError(f"the {holds} side of bag {bag.bag_id} has no live claim any more: it changed meanwhile")
+        raise ToolError(
+            f"the {holds} side of bag {bag.bag_id} has no live claim any more: it changed meanwhile"
+        )
     grades = ("anecdotal", "observed", "replicated", "verified")
     handle = await box.user(owner, ctx)
     result = await handle.contradict(
@@ -718,7 +722,9 @@ def _resources(server: MCPServer, box: _Toolbox) -> None:
         except ToolError as error:
             raise ResourceError(str(error)) from error
 
-    @server.resource("atlaso://{user_id}/conflicts", name="conflicts", description=RESOURCES["conflicts"], mime_type=JSON)
+    @server.resource(
+        "atlaso://{user_id}/conflicts", name="conflicts", description=RESOURCES["conflicts"], mime_type=JSON
+    )
     async def conflicts(user_id: str, ctx: Context) -> str:
         async def work(handle: AsyncUserHandle) -> Any:
             plan = conflicts_plan(handle.user_id, limit=50, dashboard=box.dashboard)
@@ -738,7 +744,9 @@ def _resources(server: MCPServer, box: _Toolbox) -> None:
 
         return await read(ctx, user_id, work)
 
-    @server.resource("atlaso://{user_id}/health", name="health", description=RESOURCES["health"], mime_type=JSON)
+    @server.resource(
+        "atlaso://{user_id}/health", name="health", description=RESOURCES["health"], mime_type=JSON
+    )
     async def health(user_id: str, ctx: Context) -> str:
         async def work(handle: AsyncUserHandle) -> Any:
             return (await handle.health()).to_dict()
