@@ -9,7 +9,6 @@ framework, so each integration needs only its own.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -242,10 +241,3 @@ def conflicts_plan(user_id: str, *, limit: int, dashboard: str) -> Plan[tuple[st
 def stored_line(result_deposit: Deposit, *, replay: bool) -> str:
     """What add answers in text: stored (or a replay) and the deposit's line."""
     return f"{'Already stored (a replay)' if replay else 'Stored'}: {deposit_line(result_deposit)}"
-
-
-def scope_of(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A tool's scope argument with the facets left out dropped (the schema allows nulls)."""
-    if value is None:
-        return None
-    return {name: v for name, v in value.items() if v is not None}

@@ -532,7 +532,7 @@ def _settle_form(sides: dict[str, list[dict[str, Any]]]) -> type[BaseModel]:
         schema.pop("enum", None)
         schema["oneOf"] = choices
 
-    holds_type: Any = Literal[tuple(present)]  # type: ignore[valid-type]
+    holds_type: Any = Literal[tuple(present)]
     return create_model(
         "SettleForm",
         holds=(

@@ -124,7 +124,8 @@ class AtlasoRetriever(BaseRetriever):
             raise TypeError(
                 f"AtlasoRetriever takes a memory owner's handle (Memory().for_user('alice')), not {type(handle).__name__}"
             )
-        super().__init__(handle=handle, k=k, mode=mode, **kwargs)
+        fields: dict[str, Any] = {"handle": handle, "k": k, "mode": mode, **kwargs}
+        super().__init__(**fields)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
