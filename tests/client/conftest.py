@@ -61,6 +61,7 @@ KINDS = {
     "test_langchain.py": "LangChain",
     "test_agents_sdk.py": "OpenAI Agents SDK",
     "test_examples.py": "examples",
+    "test_integration_docs.py": "examples",
     "test_mcp_stdio.py": "MCP (subprocess)",
     "test_packaging.py": "packaging",
     "test_bench_client.py": "benchmark",
