@@ -24,6 +24,8 @@ from atlaso_site.access.api_keys import BodyAllowance, MiB, api_body_allowance
 from atlaso_site.api import api
 
 API_PREFIX = "/api/"
+# The environ key by which the server (atlaso_site/serving.py) says it left a body unread.
+BODY_UNREAD = "atlaso.body_unread"
 DOCS_PATH = API_PREFIX + "v1" + (api.docs_url or "/docs")
 # A login form: a CSRF token, a name, a password and where to go next.
 LOGIN_BODY = BodyAllowance(bytes=16 * 1024, members=0)

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.log import log_response
 
 from atlaso_site.access.roles import refused
-from atlaso_site.admission import admit, body_allowance, is_admitted, is_api
+from atlaso_site.admission import BODY_UNREAD, admit, body_allowance, is_admitted, is_api
 from atlaso_site.api import envelope, too_large
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
@@ -26,6 +26,7 @@ from atlaso_site.lib.errors import (
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     UNAUTHORIZED,
+    UNAVAILABLE,
     VALIDATION_ERROR,
 )
 from atlaso_site.lib.text import unstorable
@@ -75,18 +76,9 @@ class ApiErrorEnvelopeMiddleware:
                     content_type="text/plain; charset=utf-8",
                 )
             return self.get_response(request)
-        try:
-            request.get_host()
-        except DisallowedHost as exc:
-            # A host this server does not serve: nothing of the request is the API's to judge.
-            logging.getLogger("django.security.DisallowedHost").warning("%s", exc)
-            return JsonResponse(envelope(VALIDATION_ERROR, str(exc), field="Host"), status=400)
-        # The key, its permission and its owner before anything else (api.md), the body unread.
-        refusal = admit(request)
+        refusal = _refused_before_the_line(request)
         if refusal is not None:
             return refusal
-        if is_admitted(request) and _content_length(request) > body_allowance(request).bytes:
-            return too_large(request)
         refusal = _refused_line(request)
         if refusal is not None:
             field, message = refusal
@@ -112,6 +104,31 @@ class ApiErrorEnvelopeMiddleware:
                 answer["Allow"] = response["Allow"]
             return answer
         return response
+
+
+def _refused_before_the_line(request: HttpRequest) -> HttpResponse | None:
+    """The host, then the key, its permission and its owner (api.md), then the body's size, all
+    before the request line's parameters or the body are read; the refusal, or None."""
+    try:
+        request.get_host()
+    except DisallowedHost as exc:
+        # A host this server does not serve: nothing of the request is the API's to judge.
+        logging.getLogger("django.security.DisallowedHost").warning("%s", exc)
+        return JsonResponse(envelope(VALIDATION_ERROR, str(exc), field="Host"), status=400)
+    refusal = admit(request)
+    if refusal is not None or not is_admitted(request):
+        return refusal
+    if _content_length(request) > body_allowance(request).bytes:
+        return too_large(request)
+    if request.META.get(BODY_UNREAD) and _sends_a_body(request):
+        # The server refused this request before its body (the database was down, the key not
+        # yet made) and left the body unread; admitted now, it must be sent again.
+        return JsonResponse(
+            envelope(UNAVAILABLE, "this request was refused before its body was read; send it again"),
+            status=ERROR_STATUS[UNAVAILABLE],
+            headers={"Retry-After": "1"},
+        )
+    return None
 
 
 class _ChunkedInput:
@@ -174,6 +191,10 @@ def read_chunked_body(request: HttpRequest) -> HttpResponse | None:
         return JsonResponse(envelope(LENGTH_REQUIRED, message), status=ERROR_STATUS[LENGTH_REQUIRED])
     request._stream = _ChunkedInput(meta["wsgi.input"], body_allowance(request).bytes)  # type: ignore[attr-defined]
     return None
+
+
+def _sends_a_body(request: HttpRequest) -> bool:
+    return _content_length(request) > 0 or "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
 
 
 def _content_length(request: HttpRequest) -> int:

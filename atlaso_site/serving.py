@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import gevent
+import gevent.local
 from gevent.lock import BoundedSemaphore
 from gunicorn.http import errors as http_errors
 from gunicorn.http import wsgi
@@ -149,6 +150,8 @@ class AtlasoWorker(GeventWorker):
 
     def init_process(self) -> None:
         self.admission = BoundedSemaphore(max(1, self.cfg.threads))
+        # What this greenlet's request is, for the application's environ (see _in_a_slot).
+        self.current = gevent.local.local()
         # Django keeps a database connection per thread, and here a thread is a greenlet, one per
         # open connection: a pool of as many connections as requests run at once shares them
         # instead (unless DATABASE_POOL_SIZE says otherwise). Set before the app loads settings.
@@ -168,6 +171,7 @@ class AtlasoWorker(GeventWorker):
         unread = self._refused_unread(listener_name, req, sock, addr)
         if not unread and not self._read_body(req, sock):
             raise StopIteration()
+        self.current.body_unread = unread
         seconds = _setting("WEB_SEND_TIMEOUT")
         sock.settimeout(seconds)
         try:
@@ -189,9 +193,14 @@ class AtlasoWorker(GeventWorker):
         written unless the answer is streamed (then when it ends)."""
         from django.db import close_old_connections
 
+        from atlaso_site.admission import BODY_UNREAD
+
         slot = self.admission
 
         def serve(environ: dict[str, Any], start_response: Any) -> Any:
+            # The application must not take a body left unread for an empty one, should it
+            # now admit what was refused a moment ago (the database back, a key just made).
+            environ[BODY_UNREAD] = getattr(self.current, "body_unread", False)
             slot.acquire()
             try:
                 response = app(environ, start_response)

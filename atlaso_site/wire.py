@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from atlaso_site.lib.idempotency import MAX_KEY_LENGTH
 from atlaso_site.lib.paging import MAX_OFFSET
-from atlaso_site.lib.text import INVISIBLE
+from atlaso_site.lib.text import INVISIBLE_CLASS
 from atlaso_site.lib.timefmt import isoformat
 from atlaso_site.lib.user_ids import USER_ID_PATTERN, USER_ID_RULE, validate_user_id
 
@@ -65,9 +65,7 @@ NO_NUL = r"^[^\x00]*$"
 # Python's whitespace (str.isspace: what strip() and split() remove), spelled for any regex
 # dialect: ECMA-262's \s and Python's differ (U+001C..U+001F, U+FEFF).
 SPACE = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-# The invisible characters that, like whitespace, do not make text non-empty (lib.text.INVISIBLE).
-INVISIBLE_CLASS = "".join(f"\\u{ord(character):04x}" for character in INVISIBLE)
-# What makes text show something: a character neither whitespace, invisible nor NUL.
+# What makes text show something: a character neither whitespace, invisible (lib.text) nor NUL.
 _SHOWN = rf"[^{SPACE}{INVISIBLE_CLASS}\x00]"
 # Text that shows something (lib.text.is_blank is false), and no NUL.
 NOT_BLANK = rf"^[^\x00]*{_SHOWN}[^\x00]*$"

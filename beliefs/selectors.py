@@ -169,6 +169,10 @@ class ChannelRow:
     belief_count: int
     rebuild: JobRun | None
 
+    @property
+    def revoked_key_count(self) -> int:
+        return self.key_count - self.live_key_count
+
 
 @dataclass(frozen=True, slots=True)
 class ProvenanceOverview:

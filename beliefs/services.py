@@ -22,6 +22,7 @@ from atlaso_site.lib.idempotency import (
     validate_idempotency_key,
 )
 from atlaso_site.lib.secrets import hash_secret, new_secret
+from atlaso_site.lib.text import is_blank
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Observation, RevisionFacts, RuleSettings, Verdict
 from beliefs.domain.values import (
@@ -122,7 +123,7 @@ def api_key_create(
         raise ProvenanceError(
             f"unknown permission {unknown[0]!r}; the permissions are {', '.join(PERMISSIONS)}"
         )
-    if not name.strip():
+    if is_blank(name):
         raise ProvenanceError("an API key needs a name, so people can tell keys apart")
     channel = channel_get_or_create(name=channel_name, tier_name=tier_name, actor=actor)
     secret = new_secret()

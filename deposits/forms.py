@@ -15,6 +15,7 @@ from django.forms.forms import NON_FIELD_ERRORS
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from atlaso_site.lib.errors import AtlasoError
+from atlaso_site.lib.text import is_blank
 from atlaso_site.ui.pages import page_number
 from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import FACETS, INT_FACETS
@@ -233,7 +234,7 @@ class ReasonForm(forms.Form):
 
     def clean_reason(self) -> str:
         reason = self.cleaned_data["reason"].strip()
-        if not reason:
+        if is_blank(reason):
             raise ValidationError(self.missing, code="required")
         return reason
 

@@ -89,10 +89,12 @@ class ScopeBag(models.Model):
 
     id = models.CharField(max_length=40, primary_key=True)
     user_id = models.CharField(max_length=128)
-    model = models.CharField(max_length=200, null=True)
-    dataset = models.CharField(max_length=200, null=True)
-    env = models.CharField(max_length=200, null=True)
-    version = models.CharField(max_length=200, null=True)
+    # The text facets in NFC (deposits.domain.bags.compared): a facet sent as 200 characters may
+    # take up to three times as many so (Unicode bounds NFC's growth at 3×).
+    model = models.CharField(max_length=600, null=True)
+    dataset = models.CharField(max_length=600, null=True)
+    env = models.CharField(max_length=600, null=True)
+    version = models.CharField(max_length=600, null=True)
     n = models.BigIntegerField(null=True)
     seed = models.BigIntegerField(null=True)
     # Live = neither soft-retracted nor superseded.
@@ -482,3 +484,18 @@ class Resolution(models.Model):
             models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
             models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
         ]
+
+
+class ResolutionKept(models.Model):
+    """A deposit a resolution kept: the resolution deposit copied its artifact refs, so erasing it
+    takes from the resolution deposit the refs that no other kept deposit gave."""
+
+    resolution = models.ForeignKey(Resolution, on_delete=models.CASCADE, related_name="kept_deposits")
+    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["resolution", "deposit"], name="resolution_kept_unique")
+        ]
+        indexes = [models.Index(fields=["user_id", "deposit"], name="resolution_kept_user_deposit")]

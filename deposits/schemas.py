@@ -65,7 +65,9 @@ ProvenanceText = stated_text(max_length=MAX_PROVENANCE)
 Content = stated_text(
     pattern=stripped_within(MAX_CONTENT),
     description=f"The claim: 1..{MAX_CONTENT} characters once leading and trailing whitespace is stripped. "
-    "Text made only of whitespace and invisible characters (zero-width spaces and joiners, the BOM) is empty.",
+    "Text made only of whitespace and invisible characters (by Unicode's properties: default-ignorable "
+    "and format characters such as zero-width spaces and joiners, the BOM and the soft hyphen; the Hangul "
+    "fillers; the blank braille pattern) is empty.",
 )
 Reason = stated_text(
     pattern=stripped_within(MAX_REASON),

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Aggregate, Count, F, Max, Min, Q, QuerySet, Sum, Window
+from django.db.models import Aggregate, Count, F, Max, Min, Q, QuerySet, Subquery, Sum, Value, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -35,9 +35,9 @@ from deposits.models import (
     ScopeBag,
 )
 from deposits.selectors.deposits import deposit_records
-from deposits.selectors.owners import open_conflicts_now
+from deposits.selectors.owners import oldest_open_conflict, open_conflicts_now
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
-from diagnostics.domain.fmi import Diagnostics, FieldCounts
+from diagnostics.domain.fmi import Diagnostics, FieldCounts, Pillars
 from diagnostics.models import Snapshot
 
 SNAPSHOT_WINDOW_DAYS = 30
@@ -193,6 +193,102 @@ def snapshot_of(user_id: str | None, totals: FieldTotals, now: datetime) -> Snap
 
 
 @dataclass(frozen=True, slots=True)
+class FmiFigure:
+    """The FMI a page shows, with the moment it describes: an owner's or the deployment's latest
+    snapshot (the row the owners list and the trends read too), or, while there is none yet,
+    computed when read (`from_snapshot` False, and the page says so)."""
+
+    fmi: int
+    pillars: Pillars
+    # Live deposits at that moment, which the FMI's sentence reads ("Nothing is stored yet").
+    deposit_count: int
+    taken_at: datetime
+    from_snapshot: bool
+
+
+def fmi_figure(
+    *, user_id: str | None, now: datetime | None = None, points: Sequence[SnapshotPoint] = ()
+) -> FmiFigure:
+    """An owner's (`user_id` None: the deployment's) FMI as every dashboard page shows it.
+
+    One figure for one thing: the overview, the owners list, the owner page and its trend's last
+    point, and the health page all show the latest snapshot's FMI with its time. Computing it on
+    each page would put a live figure beside the snapshot figures of the list and the trends.
+    `points`, the same owner's trend when the page read it already: its newest point is that
+    latest snapshot, so it spares the query.
+    """
+    now = now or timezone.now()
+    snapshot: Snapshot | SnapshotPoint | None = points[-1] if points else None
+    if snapshot is None:
+        latest = Snapshot.objects.filter(is_latest=True)
+        latest = latest.filter(user_id=user_id) if user_id else latest.filter(user_id__isnull=True)
+        snapshot = latest.order_by("-taken_at", "-id").first()
+    if snapshot is not None:
+        pillars = Pillars(
+            coverage=snapshot.coverage,
+            precision=snapshot.precision,
+            resolution=snapshot.resolution,
+            density=snapshot.density,
+        )
+        return FmiFigure(
+            fmi=snapshot.fmi,
+            pillars=pillars,
+            deposit_count=snapshot.deposit_count,
+            taken_at=snapshot.taken_at,
+            from_snapshot=True,
+        )
+    totals = field_totals_by_owner([user_id], now=now)[user_id] if user_id else field_totals_pooled(now=now)
+    computed = totals.counts.pillars()
+    return FmiFigure(
+        fmi=computed.fmi,
+        pillars=computed,
+        deposit_count=totals.deposit_count,
+        taken_at=now,
+        from_snapshot=False,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentCounts:
+    """The deployment's counts now, from the rows every write keeps: the owners the owners list
+    totals, the sum of their live deposits, the open conflicts and since when the oldest, and the
+    uncertain beliefs the owners list's rows count."""
+
+    owners: int
+    live_deposits: int
+    open_conflicts: int
+    oldest_open_started_at: datetime | None
+    uncertain_beliefs: int
+
+
+def deployment_counts() -> DeploymentCounts:
+    """What the overview says the deployment holds now, in one query over the deployment's tally
+    row (the owners list's total, the queue's count), never from a snapshot."""
+    live = OwnerTally.objects.filter(live_deposits__gt=0).order_by().values(one=Value(1))
+    uncertain = Belief.objects.filter(is_uncertain=True).order_by().values(one=Value(1))
+    row = (
+        DeploymentTally.objects.filter(id=1)
+        .annotate(
+            oldest=oldest_open_conflict(),
+            live=Subquery(live.annotate(n=Sum("live_deposits")).values("n")),
+            uncertain=Subquery(uncertain.annotate(n=Count("id")).values("n")),
+        )
+        .values_list("owners", "live", "open_conflicts", "oldest", "uncertain")
+        .first()
+    )
+    owners, deposits, conflicts, oldest, uncertain_count = row or (0, 0, 0, None, None)
+    if row is None:  # before the first write: no tally row, but beliefs may exist all the same
+        uncertain_count = Belief.objects.filter(is_uncertain=True).count()
+    return DeploymentCounts(
+        owners=owners or 0,
+        live_deposits=int(deposits or 0),
+        open_conflicts=conflicts or 0,
+        oldest_open_started_at=oldest,
+        uncertain_beliefs=int(uncertain_count or 0),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Backlog:
     """The conflict backlog now, and how fast conflicts were resolved in the window."""
 
@@ -202,13 +298,22 @@ class Backlog:
     median_hours_to_resolution: float | None
 
 
-def backlog(*, user_id: str | None = None, days: int = 30, now: datetime | None = None) -> Backlog:
-    """From the conflict episodes, when read (current even between snapshots)."""
+def backlog(
+    *,
+    user_id: str | None = None,
+    days: int = 30,
+    now: datetime | None = None,
+    counts: DeploymentCounts | None = None,
+) -> Backlog:
+    """From the conflict episodes, when read (current even between snapshots); the deployment's
+    open conflicts from `counts` when the page read them already."""
     now = now or timezone.now()
     episodes = (
         ConflictEpisode.objects.all() if user_id is None else ConflictEpisode.objects.filter(user_id=user_id)
     )
-    if user_id is None:
+    if user_id is None and counts is not None:
+        waiting = {"n": counts.open_conflicts, "oldest": counts.oldest_open_started_at}
+    elif user_id is None:
         waiting = dict(zip(("n", "oldest"), open_conflicts_now(), strict=True))
     else:
         waiting = episodes.filter(ended_at__isnull=True).aggregate(n=Count("id"), oldest=Min("started_at"))
@@ -342,23 +447,21 @@ def health_history(*, user_id: str, days: int = 30, now: datetime | None = None)
 
 @dataclass(frozen=True, slots=True)
 class DeploymentTrend:
-    """The deployment's snapshots in a window, its newest snapshot, and its backlog now."""
+    """The deployment's snapshots in a window and its backlog now."""
 
-    latest: Snapshot | SnapshotPoint | None
     points: list[SnapshotPoint]
     backlog: Backlog
 
 
-def deployment_trend(*, days: int = 30, now: datetime | None = None) -> DeploymentTrend:
-    """What the dashboard draws of the deployment: its snapshots, not a pooled recount.
-
-    `latest` is the newest snapshot (taken every few minutes by the job), so a page reads it
-    instead of aggregating every bag; None until the job first ran.
-    """
+def deployment_trend(
+    *, days: int = 30, now: datetime | None = None, counts: DeploymentCounts | None = None
+) -> DeploymentTrend:
+    """What the dashboard draws of the deployment: its snapshots, not a pooled recount (its FMI
+    figure, the newest of them, is `fmi_figure`'s), and its backlog (`counts`: see backlog)."""
     now = now or timezone.now()
-    points = _points(None, days, now)
-    latest = points[-1] if points else Snapshot.objects.filter(user_id__isnull=True, is_latest=True).first()
-    return DeploymentTrend(latest=latest, points=points, backlog=backlog(days=days, now=now))
+    return DeploymentTrend(
+        points=_points(None, days, now), backlog=backlog(days=days, now=now, counts=counts)
+    )
 
 
 def recent_deposits(*, user_id: str, limit: int = 10) -> list[DepositRecord]:
@@ -502,6 +605,51 @@ def _moment(value: Any) -> datetime | None:
     return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _owner_tables() -> dict[str, str]:
+    return {
+        "tallies": OwnerTally._meta.db_table,
+        "deployment": DeploymentTally._meta.db_table,
+        "beliefs": Belief._meta.db_table,
+        "snapshots": Snapshot._meta.db_table,
+    }
+
+
+def _tally_row_columns(tables: dict[str, str]) -> str:
+    """An owners-list row's columns over the tallies `o`: the live counts the writes keep, the
+    uncertain beliefs counted, the FMI and time of the latest snapshot (by index, one each:
+    joined by hash, every owner's latest snapshot was read, 9.5 ms of 26.6 at 50,000 owners)."""
+    latest = f"FROM {tables['snapshots']} s WHERE s.user_id = o.user_id AND s.is_latest"
+    uncertain = f"(SELECT COUNT(*) FROM {tables['beliefs']} b WHERE b.user_id = o.user_id AND b.is_uncertain)"
+    return (
+        f"o.user_id, o.live_deposits, o.open_conflicts, {uncertain} AS uncertain_beliefs, o.last_activity, "
+        f"(SELECT s.fmi {latest}), (SELECT s.taken_at {latest})"
+    )
+
+
+def _owner_row(row: Sequence[Any]) -> OwnerRow:
+    user_id, deposits, conflicts, uncertain, activity, fmi, taken_at = row[:7]
+    return OwnerRow(
+        user_id=user_id,
+        live_deposits=int(deposits),
+        open_conflicts=int(conflicts),
+        uncertain_beliefs=int(uncertain),
+        last_activity=_moment(activity),
+        fmi=fmi,
+        snapshot_at=_moment(taken_at),
+    )
+
+
+def owner_row(*, user_id: str) -> OwnerRow | None:
+    """One owner's row of the owners list, read by the list's own columns: what the owner page
+    shows of its live deposits, open conflicts and uncertain beliefs. None before its first write."""
+    tables = _owner_tables()
+    sql = f"SELECT {_tally_row_columns(tables)} FROM {tables['tallies']} o WHERE o.user_id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user_id])
+        row = cursor.fetchone()
+    return None if row is None else _owner_row(row)
+
+
 def owner_page(
     *, prefix: str = "", sort: str = DEFAULT_OWNER_SORT, limit: int = 50, offset: int = 0
 ) -> Page[OwnerRow]:
@@ -517,16 +665,10 @@ def owner_page(
     direction = "DESC" if sort.startswith("-") else "ASC"
     # No FMI sorts last both ways; no uncertain belief is a zero, and sorts as one.
     nulls = "NULLS LAST" if column == "fmi" else ""
-    tables = {
-        "tallies": OwnerTally._meta.db_table,
-        "deployment": DeploymentTally._meta.db_table,
-        "beliefs": Belief._meta.db_table,
-        "snapshots": Snapshot._meta.db_table,
-    }
+    tables = _owner_tables()
     # A prefix compared exactly (LIKE would read _ as a wildcard, and SQLite's ignores case).
     narrow = "AND substr(o.user_id, 1, %s) = %s" if prefix else ""
     narrowing = [len(prefix), prefix] if prefix else []
-    uncertain = f"(SELECT COUNT(*) FROM {tables['beliefs']} b WHERE b.user_id = o.user_id AND b.is_uncertain)"
     # The total rides along, read once (it refers to no row of the page): the deployment's count
     # of owners holding live deposits, or with a prefix the matching tallies counted.
     total_sql = (
@@ -535,12 +677,8 @@ def owner_page(
         else f"(SELECT d.owners FROM {tables['deployment']} d WHERE d.id = 1)"
     )
     if column in _TALLY_SORTS:
-        # The page's owners' latest snapshots by index, one each (joined by hash, every owner's
-        # latest snapshot was read: 9.5 ms of 26.6 at 50,000 owners).
-        latest = f"FROM {tables['snapshots']} s WHERE s.user_id = o.user_id AND s.is_latest"
         sql = f"""
-            SELECT o.user_id, o.live_deposits, o.open_conflicts, {uncertain} AS uncertain_beliefs,
-                   o.last_activity, (SELECT s.fmi {latest}), (SELECT s.taken_at {latest}), {total_sql} AS total
+            SELECT {_tally_row_columns(tables)}, {total_sql} AS total
             FROM (
                 SELECT user_id, live_deposits, open_conflicts, last_activity FROM {tables["tallies"]} o
                 WHERE o.live_deposits > 0 {narrow}
@@ -567,18 +705,7 @@ def owner_page(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    items = [
-        OwnerRow(
-            user_id=user_id,
-            live_deposits=int(deposits),
-            open_conflicts=int(conflicts),
-            uncertain_beliefs=int(uncertain),
-            last_activity=_moment(activity),
-            fmi=fmi,
-            snapshot_at=_moment(taken_at),
-        )
-        for user_id, deposits, conflicts, uncertain, activity, fmi, taken_at, _ in rows
-    ]
+    items = [_owner_row(row) for row in rows]
     if rows:
         total = rows[0][-1] or 0
     elif offset == 0:

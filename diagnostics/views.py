@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -58,6 +59,8 @@ FIRST_RUN = {
 ALARMING = (Status.FAILED, LOST, STALLED)
 ACTIVE = (Status.QUEUED, Status.RUNNING)
 NO_OUTCOMES = "No confirmations yet: each Confirm on a belief page records one."
+# A job's count that is the length of a list it also records: shown once, as the list.
+LENGTH_OF = {"mismatched": "mismatches"}
 
 
 # ---- Small helpers ------------------------------------------------------------------------
@@ -143,17 +146,13 @@ def _reliability_chart(calibration: selectors.Calibration) -> charts.Reliability
 class Health:
     """The FMI, its band and sentence, and the four pillars, however they were computed."""
 
+    fmi: int
     pillars: Pillars
     deposit_count: int
 
     @classmethod
-    def of(cls, snapshot: Snapshot) -> Health:
-        values = {name: getattr(snapshot, name) for name in PILLARS}
-        return cls(pillars=Pillars(**values), deposit_count=snapshot.deposit_count)
-
-    @property
-    def fmi(self) -> int:
-        return self.pillars.fmi
+    def of(cls, figure: selectors.FmiFigure) -> Health:
+        return cls(fmi=figure.fmi, pillars=figure.pillars, deposit_count=figure.deposit_count)
 
     @property
     def band(self) -> str:
@@ -207,14 +206,21 @@ class RunRow:
 
     @property
     def counts(self) -> list[tuple[str, str]]:
-        """The run's counts as words: a list by its length and first few items."""
-        return [(key, _count_text(value)) for key, value in (self.run.counts or {}).items()]
+        """The run's counts as words: a list by its length and first few items, "none" when empty.
+
+        A count that only repeats a list's length (verify's `mismatched` beside `mismatches`) is
+        left out: "mismatched 0; mismatches 0" said one thing twice.
+        """
+        counts = self.run.counts or {}
+        repeated = {count for count, listed in LENGTH_OF.items() if isinstance(counts.get(listed), list)}
+        return [(key, _count_text(value)) for key, value in counts.items() if key not in repeated]
 
 
 def _count_text(value: Any) -> str:
     if isinstance(value, list):
-        shown = ", ".join(map(str, value[:5])) + (f" and {len(value) - 5} more" if len(value) > 5 else "")
-        return f"{len(value)}: {shown}" if value else "0"
+        items = ["/".join(map(str, item)) if isinstance(item, list) else str(item) for item in value]
+        shown = ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+        return f"{len(items)}: {shown}" if items else "none"
     if isinstance(value, dict):
         return ", ".join(f"{key} {item}" for key, item in value.items())
     return str(value)
@@ -245,15 +251,16 @@ def help_page(request: HttpRequest) -> HttpResponse:
 def overview(request: HttpRequest) -> HttpResponse:
     """The deployment at a glance: FMI, backlog, beliefs, calibration, the last run of each job."""
     now = timezone.now()
-    deployment = selectors.deployment_trend(days=TREND_DAYS, now=now)
-    # The newest snapshot (minutes old) spares a pass over every bag; before the job's first
-    # run the deployment is computed here.
-    current = deployment.latest or selectors.snapshot_of(None, selectors.field_totals_pooled(now=now), now)
+    # Counts live, read from the rows the owners list and the queue read; the FMI of the newest
+    # snapshot (minutes old, and said so) spares a pass over every bag.
+    counts = selectors.deployment_counts()
+    deployment = selectors.deployment_trend(days=TREND_DAYS, now=now, counts=counts)
+    figure = selectors.fmi_figure(user_id=None, now=now, points=deployment.points)
     last_runs = _last_runs(now)
     context = {
-        "current": current,
-        "from_snapshot": deployment.latest is not None,
-        "health": Health.of(current),
+        "fmi": figure,
+        "counts": counts,
+        "health": Health.of(figure),
         "backlog": deployment.backlog,
         "calibration": selectors.calibration(),
         "trend": _fmi_chart(
@@ -369,15 +376,25 @@ def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
         return render(request, "diagnostics/owner.html#bags", context)
     now = timezone.now()
     history = selectors.health_history(user_id=user_id, days=TREND_DAYS, now=now)
-    current = selectors.health(user_id=user_id, now=now)
+    # The same FMI as the owners list and the trend's last point (the latest snapshot, with its
+    # time), and the same live counts as the owners list's row.
+    figure = selectors.fmi_figure(user_id=user_id, now=now, points=history.points)
+    row = selectors.owner_row(user_id=user_id)
     context |= {
-        "health": Health(pillars=current.pillars, deposit_count=current.deposit_count),
+        "fmi": figure,
+        "health": Health.of(figure),
+        "live_deposits": row.live_deposits if row else 0,
+        # Written to after the snapshot: the FMI shown does not count it yet (the next run will).
+        "written_since": bool(
+            figure.from_snapshot and row and row.last_activity and row.last_activity > figure.taken_at
+        ),
+        "snapshot_minutes": settings.FMI_SNAPSHOT_MINUTES,
         "backlog": history.backlog,
         "trend": _fmi_chart(history.points, days=TREND_DAYS, now=now, title=f"FMI, last {TREND_DAYS} days"),
         "deposits": selectors.recent_deposits(user_id=user_id, limit=RECENT_DEPOSITS),
         "beliefs": belief_page(user_id=user_id, limit=BELIEFS_SHOWN),
         "median_resolution": _span(history.backlog.median_hours_to_resolution),
-        "health_window": current.window_days,
+        "health_window": selectors.SNAPSHOT_WINDOW_DAYS,
         "trend_days": TREND_DAYS,
     }
     return render(request, "diagnostics/owner.html", context)
@@ -418,11 +435,13 @@ def _health_page(
     """The health page of `trend`'s snapshots and backlog, with calibration (always deployment-wide)."""
     points, backlog = trend.points, trend.backlog
     calibration = selectors.calibration()
+    figure = selectors.fmi_figure(user_id=owner or None, now=now, points=points)
     context = {
         "days": days,
         "day_choices": HEALTH_DAYS,
         "owner": owner,
-        "latest": points[-1] if points else None,
+        # The FMI every page shows, with its time (its snapshot may lie before the window).
+        "latest": figure if figure.from_snapshot else None,
         "backlog": backlog,
         "median_resolution": _span(backlog.median_hours_to_resolution),
         "pillar_chart": _pillar_chart(points, days=days, now=now),

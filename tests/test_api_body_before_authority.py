@@ -156,3 +156,19 @@ def test_a_body_over_a_single_claims_limit_is_413_naming_that_limit(api):
     body = json.dumps({"content": "x" * (1024 * 1024)})
     error = error_of(api.post("/users/alice/deposits", raw=body), 413, "payload_too_large")
     assert error["limit"] == 1024 * 1024
+
+
+def test_a_body_the_server_left_unread_is_never_taken_for_an_empty_one(api):
+    """The server refused the request before its body (the database was down) and did not read
+    it; when the application then admits it, the client is told to send it again, not 422."""
+    response = api.client.post(
+        "/api/v1/users/alice/deposits",
+        data=b"",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {api.secret}",
+        CONTENT_LENGTH="40",
+        **{"atlaso.body_unread": True},
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (503, "unavailable")
+    assert response["Retry-After"] == "1"
+    assert not Deposit.objects.exists()

@@ -1,15 +1,20 @@
-"""Text made only of whitespace or invisible characters (zero-width spaces and joiners, the BOM)
-counts as empty (api.md): every field that refuses whitespace-only text refuses it the same way,
-and the OpenAPI document says so."""
+"""Text made only of whitespace or invisible characters (default-ignorable and format characters,
+the Hangul fillers, the blank braille pattern: decided by Unicode's properties) counts as empty
+(api.md): every field that refuses whitespace-only text refuses it the same way, the OpenAPI
+document says so, and the client refuses it before sending."""
 
 from __future__ import annotations
 
 import re
+import sys
+import unicodedata
+from pathlib import Path
 
 import pytest
+import regex
 from django.utils import timezone
 
-from atlaso_site.lib.text import INVISIBLE, is_blank
+from atlaso_site.lib.text import INVISIBLE_RANGES, client_table, is_blank
 from atlaso_site.wire import NOT_BLANK, stripped_within
 from beliefs.models import Belief, BeliefRevision
 from beliefs.services import belief_rebuild
@@ -17,8 +22,22 @@ from deposits.domain.validation import MAX_CONTENT, MAX_REASON, DepositValidatio
 from deposits.models import Deposit
 
 ZWSP, ZWNJ, ZWJ, WORD_JOINER, BOM = "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"
-EMPTY_LOOKING = [ZWSP, ZWNJ, ZWJ, WORD_JOINER, BOM, ZWSP * 3, f" {ZWJ}\t{BOM}\n", f"{ZWSP} {ZWSP}"]
-SHOWING = ["a", f"{ZWSP}a", f"a{ZWJ}b", f"{BOM}Alice prefers oat milk", "👩\u200d💻"]
+# The soft hyphen, the combining grapheme joiner, the Hangul filler and choseong filler, the
+# blank braille pattern, the Mongolian vowel separator; a variation selector, a tag character
+# (beyond the BMP), an Arabic letter mark.
+SOFT_HYPHEN, CGJ, HANGUL_FILLER, CHOSEONG_FILLER, BRAILLE_BLANK, MVS = (
+    "\u00ad", "\u034f", "\u3164", "\u115f", "\u2800", "\u180e",
+)  # fmt: skip
+VS16, TAG_A, ALM = "\ufe0f", "\U000e0041", "\u061c"
+EMPTY_LOOKING = [
+    ZWSP, ZWNJ, ZWJ, WORD_JOINER, BOM, ZWSP * 3, f" {ZWJ}\t{BOM}\n", f"{ZWSP} {ZWSP}",
+    SOFT_HYPHEN, CGJ, HANGUL_FILLER, CHOSEONG_FILLER, BRAILLE_BLANK, MVS, VS16, TAG_A, ALM,
+    f"{HANGUL_FILLER} {BRAILLE_BLANK}\n{SOFT_HYPHEN}{TAG_A * 3}",
+]  # fmt: skip
+SHOWING = [
+    "a", f"{ZWSP}a", f"a{ZWJ}b", f"{BOM}Alice prefers oat milk", "👩\u200d💻", f"{BRAILLE_BLANK}\u2801",
+    f"{HANGUL_FILLER}\uac00", f"co{SOFT_HYPHEN}operate", "🏴\U000e0067\U000e0062\U000e007f", "\U0001f600",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("content", EMPTY_LOOKING)
@@ -84,11 +103,44 @@ def test_a_bulk_reports_an_invisible_only_item_as_failed_and_commits_the_others(
     assert [d["content"] for d in answer.body["committed"]] == ["likes tea"]
 
 
-def test_the_invisible_characters_are_the_five_the_spec_and_the_client_name():
-    from atlaso._validation import INVISIBLE as CLIENTS
+def invisible(code: int) -> bool:
+    return any(first <= code <= last for first, last in INVISIBLE_RANGES)
 
-    assert INVISIBLE == CLIENTS == "\u200b\u200c\u200d\u2060\ufeff"
-    assert all(not character.isspace() for character in INVISIBLE)
+
+def test_the_invisible_characters_are_those_unicodes_properties_name():
+    by_property = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]")
+    for code in range(sys.maxunicode + 1):
+        character = chr(code)
+        name = unicodedata.name(character, "")
+        named = ("HANGUL" in name and "FILLER" in name) or name == "BRAILLE PATTERN BLANK"
+        expected = not character.isspace() and (named or by_property.match(character) is not None)
+        assert invisible(code) is expected, hex(code)
+    for character in (SOFT_HYPHEN, CGJ, HANGUL_FILLER, CHOSEONG_FILLER, BRAILLE_BLANK, MVS, ZWSP, BOM, TAG_A):
+        assert invisible(ord(character)), hex(ord(character))
+
+
+def test_the_clients_copy_of_the_invisible_characters_is_the_servers():
+    from atlaso import _invisible
+
+    copy = Path(_invisible.__file__).read_text()
+    assert copy == client_table(), (
+        "regenerate: python -m atlaso_site.lib.text > clients/python/src/atlaso/_invisible.py"
+    )
+
+
+def test_the_client_and_the_server_agree_on_blank_text_over_all_of_unicode():
+    from atlaso._validation import is_blank as client_is_blank
+
+    disagree = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if not 0xD800 <= code <= 0xDFFF
+        for text in (chr(code), f" {chr(code)}{ZWSP}")
+        if client_is_blank(text) is not is_blank(text)
+    ]
+    assert disagree == []
+    blank = [chr(code) for first, last in INVISIBLE_RANGES for code in range(first, last + 1)]
+    assert is_blank("".join(blank)) and client_is_blank("".join(blank))
 
 
 @pytest.mark.parametrize("text", [*EMPTY_LOOKING, "", " ", "\t\n"])
@@ -137,3 +189,32 @@ def test_a_value_logged_before_the_rule_still_replays(db):
     )  # fmt: skip
     belief_rebuild(user_id="alice", key="ratio")
     assert Belief.objects.get().fact == ZWSP
+
+
+@pytest.mark.parametrize("content", [SOFT_HYPHEN, HANGUL_FILLER, BRAILLE_BLANK, TAG_A, f"{CGJ} {MVS}"])
+def test_the_client_refuses_invisible_only_content_before_sending(content):
+    import httpx
+
+    from atlaso import InputValidationError, Memory
+
+    sent: list[httpx.Request] = []
+    transport = httpx.MockTransport(lambda request: sent.append(request) or httpx.Response(500))
+    user = Memory(api_key="k", base_url="http://atlaso.test", transport=transport).for_user("alice")
+    with pytest.raises(InputValidationError, match="content must be non-empty"):
+        user.add(content)
+    assert sent == []
+
+
+def test_a_bulk_refuses_items_of_fillers_blank_braille_and_soft_hyphens(api):
+    items = [
+        {"content": f"{HANGUL_FILLER}{CHOSEONG_FILLER}", "idempotency_key": "b-1"},
+        {"content": f"{BRAILLE_BLANK} {SOFT_HYPHEN}", "idempotency_key": "b-2"},
+        {"content": "likes tea", "idempotency_key": "b-3"},
+        {"content": f"{MVS}{CGJ}{TAG_A}", "idempotency_key": "b-4"},
+    ]
+    answer = api.post("/users/alice/deposits/bulk", {"items": items})
+    assert answer.status == 200, answer.body
+    assert [(f["index"], f["error"]["field"]) for f in answer.body["failed"]] == [
+        (0, "content"), (1, "content"), (3, "content"),
+    ]  # fmt: skip
+    assert list(Deposit.objects.values_list("content", flat=True)) == ["likes tea"]

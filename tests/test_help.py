@@ -12,7 +12,7 @@ from tests.cast import make_login
 
 pytestmark = pytest.mark.django_db
 
-# The anchors dashboard.md names, and the terms issue 21 found unexplained.
+# The anchors dashboard.md names, and the terms found unexplained where pages show them.
 REQUIRED = [
     "bag",
     "live",
@@ -31,6 +31,8 @@ REQUIRED = [
     "precision",
     "resolution-pillar",
     "density",
+    "mass",
+    "shift",
 ]
 
 
@@ -54,3 +56,24 @@ def test_a_term_links_to_its_entry_and_an_unknown_term_is_an_error():
     with pytest.raises(TemplateSyntaxError):
         Template('{% load atlaso %}{% term "bagg" %}').render(Context())
     assert TERMS["ceiling"].also == "κ"
+
+
+def test_the_belief_and_provenance_pages_link_their_symbols_and_words_to_their_entries(client):
+    from tests.diagnostics.dashboard import belief
+
+    belief("alice")  # one trusted observation of a new value: it is lifted
+    client.force_login(make_login("operator"))
+    page = client.get("/owners/alice/beliefs/diet:milk/").content.decode()
+    for anchor, shown in [
+        ("ceiling", '<span class="symbol">κ</span>'),
+        ("reliability", '<span class="symbol">r</span>'),
+        ("mass", "Mass"),
+        ("shift", "Shift"),
+        ("lifted", "lifted"),
+        ("entropy", "bits"),
+    ]:
+        assert f'<a class="term" href="/help/#{anchor}">{shown}</a>' in page, anchor
+        assert anchor in TERMS
+    provenance = client.get("/provenance/").content.decode()
+    assert '<a class="term" href="/help/#ceiling">Ceiling <span class="symbol">κ</span></a>' in provenance
+    assert '<a class="term" href="/help/#ceiling"><span class="symbol">κ</span></a>' in provenance

@@ -8,9 +8,9 @@ from django.db import connection
 # Each table with a user_id column, referencing tables first. The conflict copies go with their
 # deposits (a trigger deletes them); the bags' lexeme chunks have none, so they are named.
 OWNER_TABLES = (
-    "deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip", "deposits_contradiction",
-    "deposits_idempotencyentry", "deposits_deposit", "deposits_conflictepisode", "deposits_bagterms",
-    "deposits_scopebag", "deposits_recalllog", "deposits_ownertally",
+    "deposits_resolutionkept", "deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip",
+    "deposits_contradiction", "deposits_idempotencyentry", "deposits_deposit", "deposits_conflictepisode",
+    "deposits_bagterms", "deposits_scopebag", "deposits_recalllog", "deposits_ownertally",
 )  # fmt: skip
 
 

@@ -5,25 +5,103 @@ UTF-16 pair, such as the JSON escape "\\ud800" alone) as UTF-8; either would fai
 with a driver error. So the API edge and the domain validation both ask this module first.
 
 And text that shows nothing (`is_blank`): every field that must hold something refuses it.
+What shows nothing is decided by Unicode's properties, not by a list of characters someone
+thought of (`INVISIBLE_RANGES`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import sys
+import unicodedata
+from array import array
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import regex
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-# Characters that show nothing and are not whitespace to str.isspace: the zero-width space,
-# non-joiner and joiner, the word joiner and the BOM (zero-width no-break space). Text made only
-# of these and whitespace counts as empty (api.md); the client checks the same five.
-INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
-_WITHOUT_INVISIBLE = dict.fromkeys(map(ord, INVISIBLE))
+
+# Characters that show nothing by their properties: default-ignorable code points (zero-width
+# spaces and joiners, the soft hyphen, the combining grapheme joiner, variation selectors, tags,
+# the Mongolian vowel separator…) and format characters (general category Cf).
+_SHOW_NOTHING = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]+")
+# No property marks the blank braille pattern as showing nothing, nor the Hangul fillers as
+# fillers: their names do, among the characters of these two scripts.
+_NAMED_CANDIDATES = regex.compile(r"[\p{Script=Hangul}\p{Block=Braille_Patterns}]+")
+
+
+def _every_character() -> str:
+    """Every code point but the surrogates, in order, as one string."""
+    codes = array("I", range(0xD800))
+    codes.extend(range(0xE000, sys.maxunicode + 1))
+    assert codes.itemsize == 4
+    return codes.tobytes().decode(f"utf-32-{'le' if sys.byteorder == 'little' else 'be'}")
+
+
+def _shows_nothing_by_name(character: str) -> bool:
+    name = unicodedata.name(character, "")
+    return ("HANGUL" in name and "FILLER" in name) or name == "BRAILLE PATTERN BLANK"
+
+
+def _ranges(code_points: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted code points as (first, last) runs."""
+    runs: list[list[int]] = []
+    for code in sorted(set(code_points)):
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return tuple((first, last) for first, last in runs)
+
+
+def _invisible_ranges() -> tuple[tuple[int, int], ...]:
+    every = _every_character()
+    found = {ord(c) for run in _SHOW_NOTHING.findall(every) for c in run}
+    found |= {ord(c) for run in _NAMED_CANDIDATES.findall(every) for c in run if _shows_nothing_by_name(c)}
+    # Whitespace is blank already, by str.isspace (none of these is, today).
+    return _ranges(code for code in found if not chr(code).isspace())
+
+
+#: The characters that show nothing and are not whitespace to str.isspace, as (first, last) code
+#: point runs. Text made only of these and whitespace counts as empty (api.md); the client holds
+#: a generated copy (`python -m atlaso_site.lib.text`), which a test holds equal over all of Unicode.
+INVISIBLE_RANGES = _invisible_ranges()
+
+
+def char_class(ranges: Iterable[tuple[int, int]]) -> str:
+    """Runs of code points as the inside of a regex character class, read alike by Python and by
+    ECMA-262 with the u flag (as JSON Schema reads patterns): `\\uXXXX` escapes in the BMP, the
+    characters themselves beyond it (neither dialect spells an escape for those the other reads)."""
+
+    def one(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+    return "".join(one(first) if first == last else f"{one(first)}-{one(last)}" for first, last in ranges)
+
+
+#: INVISIBLE_RANGES as the inside of a character class (the OpenAPI patterns say the same).
+INVISIBLE_CLASS = char_class(INVISIBLE_RANGES)
+_INVISIBLE_RUN = re.compile(f"[{INVISIBLE_CLASS}]+")
 
 
 def is_blank(text: str) -> bool:
     """Whether `text` shows nothing: it holds only whitespace and invisible characters."""
-    return not text.translate(_WITHOUT_INVISIBLE).strip()
+    return not _INVISIBLE_RUN.sub("", text).strip()
+
+
+def client_table() -> str:
+    """The client's copy of INVISIBLE_RANGES, as the source of clients/python/src/atlaso/_invisible.py."""
+    rows = "".join(f"    (0x{first:04X}, 0x{last:04X}),\n" for first, last in INVISIBLE_RANGES)
+    return (
+        '"""The characters that show nothing and are not whitespace, as (first, last) code point runs:\n'
+        "text made only of these and whitespace is empty, as the server counts it.\n\n"
+        "Generated from the server's rule (atlaso_site.lib.text, by Unicode's properties) with\n"
+        "`python -m atlaso_site.lib.text > clients/python/src/atlaso/_invisible.py`; a test holds\n"
+        'the two equal over all of Unicode. Not edited by hand.\n"""\n\n'
+        "from __future__ import annotations\n\n"
+        f"INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (\n{rows})\n"
+    )
 
 
 def unstorable(text: str) -> str | None:
@@ -92,3 +170,7 @@ def _any_unstorable(value: Any, skip: frozenset[str]) -> bool:
         top = False
     # One search over the joined strings: NUL and lone surrogates cannot arise at a seam.
     return _UNSTORABLE.search("".join(strings)) is not None
+
+
+if __name__ == "__main__":
+    sys.stdout.write(client_table())

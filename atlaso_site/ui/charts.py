@@ -378,7 +378,8 @@ def step_chart(
         for i, (moment, label, title) in enumerate(moments)
     )
     y_ticks = tuple(Tick(round(to_y(value), 1), y_format(value)) for value in y_values)
-    names = ", ".join(f"{s.label} now {s.last_label}" for s in drawn)
+    # The last point, not "now": a snapshot's value, which the line holds until the next one.
+    names = ", ".join(f"{s.label} {s.last_label} at the last point" for s in drawn)
     return LineChart(
         chart_id=chart_id,
         title=title,

@@ -228,7 +228,18 @@ GROUPS: tuple[tuple[str, tuple[Term, ...]], ...] = (
             Term(
                 "lifted",
                 "lifted",
-                "A trusted observation of a value whose odds were below even first raises that value to even odds, then applies its weight; the revision says when that happened.",
+                "A trusted observation of a value whose odds were below the floor φ (even odds; with the volatility setting ρ, less while another value holds mass) first raises that value to the floor, then applies its weight; the revision says when that happened.",
+                also="odds floor φ",
+            ),
+            Term(
+                "mass",
+                "mass",
+                "The share of a belief a value holds, its probability: the masses of every named value and of UNKNOWN add up to 100%. A revision shows the observed value's mass before → after it.",
+            ),
+            Term(
+                "shift",
+                "shift",
+                "How far one revision moved the whole distribution (total-variation distance): half the sum of every mass's change, from 0 (nothing moved, as for an observation set aside) to 1 (everything moved).",
             ),
             Term(
                 "unknown",
@@ -238,7 +249,7 @@ GROUPS: tuple[tuple[str, tuple[Term, ...]], ...] = (
             Term(
                 "entropy",
                 "entropy",
-                "How spread the belief is, in bits: 0 when one value holds everything, higher when several values (or UNKNOWN) share it.",
+                "How spread the belief is, in bits, over its named values and UNKNOWN: 0 when one value holds everything, 1 bit when two share it evenly, more when several do.",
             ),
             Term(
                 "uncertain",

@@ -102,10 +102,19 @@ def _help_url(anchor: str) -> str:
 
 
 @register.simple_tag
-def term(anchor: str, word: str | None = None) -> str:
-    """A term shown as a link to its entry in /help/: `{% term "bag" %}`, `{% term "bag" "bags" %}`."""
+def term(anchor: str, word: str | None = None, symbol: str | None = None) -> str:
+    """A term shown as a link to its entry in /help/: `{% term "bag" %}`, `{% term "bag" "bags" %}`.
+
+    `symbol` (κ, r) is kept as written, never upper-cased with a heading: `{% term "ceiling"
+    "Ceiling" symbol="κ" %}` links both, `{% term "reliability" symbol="r" %}` the symbol alone.
+    """
     url = _help_url(anchor)
-    return format_html('<a class="term" href="{}">{}</a>', url, word or TERMS[anchor].word)
+    if symbol is None:
+        return format_html('<a class="term" href="{}">{}</a>', url, word or TERMS[anchor].word)
+    shown = format_html('<span class="symbol">{}</span>', symbol)
+    if word:
+        shown = format_html("{} {}", word, shown)
+    return format_html('<a class="term" href="{}">{}</a>', url, shown)
 
 
 @register.simple_tag

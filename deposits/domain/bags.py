@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from deposits.domain.types import DIRECTIONAL, Scope
+from deposits.domain.types import DIRECTIONAL, TEXT_FACETS, Scope
 
 # The live rule belongs to the deposit (types.is_live); the bag rules below build on it.
 from deposits.domain.types import is_live as is_live
@@ -24,9 +25,25 @@ THIN_MAX_DIRECTIONAL = 1
 BAG_ID_PATTERN = re.compile(r"bag_[0-9a-f]{24}")
 
 
+def compared(value: str | int | None) -> str | int | None:
+    """A facet value as bags compare and group it: text in Unicode NFC, so "café" composed and
+    decomposed are one bag (a deposit keeps its scope as sent); a number as it is."""
+    return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
+
+
+def bag_scope(scope: Scope) -> Scope:
+    """The scope as its bag holds it: the text facets compared (NFC); the note, no facet, as sent."""
+    changed = {name: compared(getattr(scope, name)) for name in TEXT_FACETS}
+    if all(changed[name] == getattr(scope, name) for name in TEXT_FACETS):
+        return scope
+    return replace(scope, **changed)
+
+
 def bag_id(user_id: str, scope: Scope) -> str:
-    """A stable id for (user_id, six facets): `note` is not part of the key, null equals null."""
-    key = json.dumps([user_id, *scope.facets], separators=(",", ":"), ensure_ascii=False)
+    """A stable id for (user_id, six facets): `note` is not part of the key, null equals null, and
+    text facets are compared in NFC."""
+    facets = [compared(value) for value in scope.facets]
+    key = json.dumps([user_id, *facets], separators=(",", ":"), ensure_ascii=False)
     return "bag_" + hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db import connection
 
 from deposits.domain.recall import HALF_LIFE_DAYS, Candidate
-from deposits.sql.rules import confident_sql, in_conflict_sql, superseded_sql
+from deposits.sql.rules import confident_sql, in_bags_with_sql, in_conflict_sql, superseded_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class SearchBackend:
         """(top candidates per class, aggregates over every match, ids of superseded hits)."""
         query = self.text_query(request.words)
         adapt = connection.ops.adapt_datetimefield_value
-        facet_sql = "".join(f" AND d.scope_{name} = %s" for name in request.facets)
+        facet_sql = f" AND {in_bags_with_sql(request.facets)}" if request.facets else ""
         superseded = superseded_sql("d", owner_param=True)
         live_filter = "" if request.include_superseded else f" AND NOT {superseded}"
         decay_sql = f"exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
@@ -119,7 +119,7 @@ FROM b
             *self.match_params(query, request.user_id),
             request.user_id,
             *([] if request.include_superseded else [request.user_id]),
-            *request.facets.values(),
+            *([request.user_id, *request.facets.values()] if request.facets else []),
             request.user_id,
             request.per_class,
         ]

@@ -39,7 +39,7 @@ from deposits.domain.recall import HALF_LIFE_DAYS, Candidate, decay, reserved_pl
 from deposits.domain.types import POLARITIES
 from deposits.search.base import Aggregates, SearchBackend, SearchRequest, half_life_case
 from deposits.sql import bag_terms, conflict_copies
-from deposits.sql.rules import confident_stored_sql, in_conflict_stored_sql, live_sql
+from deposits.sql.rules import confident_stored_sql, in_bags_with_sql, in_conflict_stored_sql, live_sql
 
 TS_CONFIG = "english"
 # calc_rank_or (PostgreSQL's ts_rank of an unweighted tsvector against an OR of lexemes) adds,
@@ -617,9 +617,11 @@ FROM matched bag
         source: _Source,
     ) -> None:
         """Read the parts' matches once, and keep the best of each open polarity."""
-        live = live_sql("d", owner_param=True) + "".join(
-            f" AND d.scope_{name} = %s" for name in request.facets
-        )
+        live = live_sql("d", owner_param=True)
+        facet_params: list[object] = []
+        if request.facets:
+            live += f" AND {in_bags_with_sql(request.facets)}"
+            facet_params = [request.user_id, *request.facets.values()]
         # UNION ALL: a deposit two parts find (a repeater holding two of the words) comes once
         # per part, identical, so each polarity reads its first N × parts rows, which hold its N
         # best deposits, and the copies are dropped below. Removing them in SQL (UNION) hashed
@@ -652,7 +654,7 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
                 request.user_id,
                 *part.matches_params,
                 request.user_id,
-                *request.facets.values(),
+                *facet_params,
                 *part.where_params,
             ]
         params += [

@@ -85,6 +85,12 @@ class Bag:
         return self.stats.agreement_score
 
     @property
+    def has_directional(self) -> bool:
+        """Whether any live deposit takes a side: agreement and thin evidence are about those, so
+        a bag of open notes shows neither a 0% agreement nor a thin badge."""
+        return self.stats.directional_count > 0
+
+    @property
     def has_disagreement(self) -> bool:
         return self.stats.has_disagreement
 
@@ -112,11 +118,12 @@ def bag_page(
     limit: int = 50,
     offset: int = 0,
 ) -> Page[Bag]:
-    """An owner's bags holding live deposits, most recently changed first."""
+    """An owner's bags holding live deposits, most recently changed first; text facets are
+    compared as bags hold them (NFC)."""
     bags = ScopeBag.objects.filter(user_id=user_id).holding_live()
     for facet, value in (facets or {}).items():
         if value is not None:
-            bags = bags.filter(**{facet: value})
+            bags = bags.filter(**{facet: rules.compared(value)})
     if conflict is not None:
         bags = bags.in_conflict() if conflict else bags.not_in_conflict()
     rows = bags.order_by("-updated_at", "id")

@@ -14,13 +14,19 @@ def open_conflict_count() -> int:
     return DeploymentTally.objects.filter(id=1).values_list("open_conflicts", flat=True).first() or 0
 
 
+def oldest_open_conflict() -> Subquery:
+    """When the deployment's oldest open conflict opened, as an expression (by the open
+    conflicts' index), for a query over the deployment's tally row."""
+    oldest = ConflictEpisode.objects.filter(ended_at__isnull=True).order_by("started_at", "id")
+    return Subquery(oldest.values("started_at")[:1])
+
+
 def open_conflicts_now() -> tuple[int, datetime | None]:
     """How many conflicts are open in the deployment, and since when the oldest: one query, the
     count the writes keep and the oldest by the open conflicts' index."""
-    oldest = ConflictEpisode.objects.filter(ended_at__isnull=True).order_by("started_at", "id")
     row = (
         DeploymentTally.objects.filter(id=1)
-        .annotate(oldest=Subquery(oldest.values("started_at")[:1]))
+        .annotate(oldest=oldest_open_conflict())
         .values_list("open_conflicts", "oldest")
         .first()
     )

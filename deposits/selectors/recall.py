@@ -13,7 +13,7 @@ from atlaso_site.lib.errors import invalid
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
 from beliefs.selectors import verdict_of, verdicts_for
-from deposits.domain.bags import BagStats, explain_hit
+from deposits.domain.bags import BagStats, compared, explain_hit
 from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.types import Scope
@@ -167,7 +167,8 @@ def _validated(
         raise invalid("limit", f"limit must be 1..{MAX_LIMIT}")
     given = {name: value for name, value in (facets or {}).items() if value is not None}
     validate_scope(given)
-    return words, given
+    # Compared as bags compare them (NFC): "café" finds the deposits sent with either spelling.
+    return words, {name: compared(value) for name, value in given.items()}
 
 
 def _results(hits: list[SearchResult], in_conflict: Mapping[str, bool], totals: Aggregates) -> SearchResults:

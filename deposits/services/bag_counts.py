@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import Count, Max, Value
+from django.db.models import Count, Exists, Max, OuterRef, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from deposits.domain.types import DIRECTIONAL, Scope, is_live
-from deposits.models import Deposit, ScopeBag, is_superseded
+from deposits.models import BagTerms, ConflictEpisode, Deposit, ScopeBag, is_superseded
 from deposits.search.postgres import TS_CONFIG
 from deposits.sql import bag_terms
 from deposits.sql.bulk import insert_rows
@@ -342,3 +342,24 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None =
         )
     bag_terms_refresh(bag_ids=ids)
     return sum(fresh[bag_id][column] for bag_id in ids for column in live_columns) - before  # type: ignore[misc]
+
+
+def bags_forget_emptied(bag_ids: Iterable[str], *, user_id: str) -> list[str]:
+    """Delete the bags among `bag_ids` that no deposit is in any more (an erasure took the last),
+    with their conflict episodes, claims, skips and lexeme chunks; returns their ids.
+
+    A bag row holds its deposits' scope values, and its id is their hash: once no deposit holds
+    them, nothing may, so the bag reads as one never written (404). A later deposit of the same
+    scope makes it again. Runs after the recount and episodes of the erasure, under their locks.
+    """
+    emptied = list(
+        ScopeBag.objects.filter(user_id=user_id, id__in=set(bag_ids))
+        .exclude(Exists(Deposit.objects.filter(user_id=user_id, bag_id=OuterRef("pk"))))
+        .values_list("id", flat=True)
+    )
+    if emptied:
+        ConflictEpisode.objects.filter(user_id=user_id, bag_id__in=emptied).delete()
+        BagTerms.objects.filter(bag_id__in=emptied).delete()
+        # Its claims and skips go with it (on_delete); no resolution is left: its deposit was in the bag.
+        ScopeBag.objects.filter(id__in=emptied).delete()
+    return emptied

@@ -37,6 +37,7 @@ from beliefs.services import (
 )
 from deposits.domain import gate
 from deposits.domain.bags import bag_id as compute_bag_id
+from deposits.domain.bags import bag_scope
 from deposits.domain.idempotency import WINDOW, payload_fingerprint
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
@@ -51,11 +52,24 @@ from deposits.domain.validation import (
     validate_scope,
     validate_user_id,
 )
-from deposits.models import ConflictEpisode, Contradiction, Deposit, IdempotencyEntry, RecallLog
+from deposits.models import (
+    ConflictEpisode,
+    Contradiction,
+    Deposit,
+    IdempotencyEntry,
+    RecallLog,
+    ResolutionKept,
+)
 from deposits.search import search_backend
 from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
-from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
+from deposits.services.bag_counts import (
+    NewDeposits,
+    bags_add_deposits,
+    bags_forget_emptied,
+    bags_recount,
+    search_text,
+)
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
 from deposits.sql.bulk import insert_rows
@@ -405,7 +419,10 @@ def _insert(
         bag = bag_ids.get(memo)
         if bag is None:
             bag = bag_ids[memo] = compute_bag_id(user_id, scope)
-        new = by_bag.setdefault(bag, NewDeposits(scope))
+        new = by_bag.get(bag)
+        if new is None:
+            # The bag row holds the facets as bags compare them (NFC); the deposit, as sent.
+            new = by_bag[bag] = NewDeposits(bag_scope(scope))
         new.polarities.append((draft.polarity, now))
         new.texts.append(search_text(draft.content, scope.note))
         belief = draft.belief
@@ -621,16 +638,45 @@ def deposit_retract(
             *Deposit.objects.filter(edges_in__new_deposit=row).values_list("bag_id", flat=True),
         }
         erased = row.pk
+        # The resolutions that copied its artifact refs, asked before its record there goes with it.
+        copied_into = list(
+            ResolutionKept.objects.filter(user_id=user_id, deposit=row).values_list(
+                "resolution_id", flat=True
+            )
+        )
         # Its idempotency keys stay behind as tombstones (IdempotencyEntry's on_delete).
         row.delete()
         search_backend().forget_erased()
+        # Deposit rows before bag rows, as every write locks them.
+        _forget_copied_refs(user_id, copied_into)
         now = timezone.now()
         live = bags_recount(affected, user_id=user_id, now=now)
         closers = dict.fromkeys(affected, (ConflictEpisode.ERASURE, erased))
         opened = episodes_sync(user_id=user_id, bag_ids=affected, now=now, closers=closers, taken_back=erased)
+        bags_forget_emptied([row.bag_id], user_id=user_id)
         observations_erase(user_id=user_id, deposit_id=str(erased))
         tally_write(Tally(user_id, live=live, conflicts=opened, activity=now))
     return RetractResult(deposit_id=deposit_id, mode="hard")
+
+
+def _forget_copied_refs(user_id: str, resolution_ids: Sequence[uuid.UUID]) -> None:
+    """Take from each resolution deposit the artifact refs that only an erased kept deposit gave it.
+
+    The resolution's row is locked before its kept deposits are read: two erasures of its kept
+    deposits at once each see what the other left."""
+    rows = Deposit.objects.filter(user_id=user_id, pk__in=resolution_ids).select_for_update().order_by("pk")
+    for resolution in rows:
+        still_kept = ResolutionKept.objects.filter(resolution_id=resolution.pk).values("deposit_id")
+        given = {
+            ref
+            for refs in Deposit.objects.filter(user_id=user_id, pk__in=still_kept).values_list(
+                "artifact_refs", flat=True
+            )
+            for ref in refs
+        }
+        refs = [ref for ref in resolution.artifact_refs if ref in given]
+        if refs != resolution.artifact_refs:
+            Deposit.objects.filter(pk=resolution.pk).update(artifact_refs=refs)
 
 
 def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:

@@ -25,7 +25,15 @@ from deposits.domain.validation import (
     validate_reason,
     validate_user_id,
 )
-from deposits.models import ConflictEpisode, Deposit, Resolution, ReviewClaim, ReviewSkip, ScopeBag
+from deposits.models import (
+    ConflictEpisode,
+    Deposit,
+    Resolution,
+    ResolutionKept,
+    ReviewClaim,
+    ReviewSkip,
+    ScopeBag,
+)
 from deposits.selectors.bags import stats_of
 from deposits.services.deposits import AddResult, deposit_contradict, deposit_retract
 from deposits.sql import claims as sql
@@ -241,7 +249,7 @@ def bag_resolve(
         result = deposit_contradict(
             correction=validate_correction(user_id, data), channel=HUMAN_REVIEW_CHANNEL
         )
-        Resolution.objects.create(
+        resolution = Resolution.objects.create(
             deposit_id=result.deposit.id,
             user_id=user_id,
             bag=bag,
@@ -250,6 +258,10 @@ def bag_resolve(
             kept=len(kept),
             superseded=len(overruled),
             created_at=result.deposit.created_at,
+        )
+        # What its artifact refs were copied from: erasing one of these takes its refs back.
+        ResolutionKept.objects.bulk_create(
+            ResolutionKept(resolution=resolution, deposit=deposit, user_id=user_id) for deposit in kept
         )
         ReviewClaim.objects.filter(bag_id=bag_id).delete()
         ReviewSkip.objects.filter(bag_id=bag_id).delete()

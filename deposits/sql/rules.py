@@ -6,6 +6,8 @@ Every fragment takes the table alias it applies to, so one spelling serves every
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from deposits.domain.bags import CONFLICT_MIN_KINDS, THIN_MAX_DIRECTIONAL
 from deposits.domain.types import DIRECTIONAL, POLARITIES
 
@@ -74,3 +76,11 @@ def superseded_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
 def live_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
     """Neither soft-retracted nor superseded (one %s with `owner_param`: the user_id)."""
     return f"{deposit}.retracted_at IS NULL AND NOT {superseded_sql(deposit, owner_param=owner_param)}"
+
+
+def in_bags_with_sql(facets: Iterable[str], deposit: str = "d") -> str:
+    """The deposit's bag has the given facets. Its parameters: the owner, then each facet's value as
+    bags compare it (`deposits.domain.bags.compared`): a bag holds its facets so, whatever form each
+    of its deposits was sent in, so this is how a scope filter compares a deposit's."""
+    conditions = "".join(f" AND fb.{name} = %s" for name in facets)
+    return f"{deposit}.bag_id IN (SELECT fb.id FROM deposits_scopebag fb WHERE fb.user_id = %s{conditions})"

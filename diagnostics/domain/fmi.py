@@ -92,7 +92,12 @@ def explain(pillars: Pillars, *, deposit_count: int) -> str:
         return f"{head} Nothing is stored yet; add deposits to build it."
     weakest = pillars.weakest
     good, bad = PILLAR_SENTENCES[weakest]
-    return f"{head} {good if getattr(pillars, weakest) >= GOOD_PILLAR else bad}"
+    if getattr(pillars, weakest) >= GOOD_PILLAR:
+        return f"{head} {good}"
+    if fmi >= HEALTHY:
+        # Healthy overall, one pillar behind: said as the exception it is, not as a contradiction.
+        return f"{head} Its weakest pillar, {weakest}, lags: {bad[0].lower()}{bad[1:]}"
+    return f"{head} {bad}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ def test_it_shows_the_distribution_with_unknown_and_the_inert_values_plainly(rev
     assert '<th scope="row" class="value">4 oz per tbsp</th>' in html
     assert '<th scope="row" class="value"><a class="term" href="/help/#unknown">UNKNOWN</a></th>' in html
     assert html.count("30.0%") >= 2  # UNKNOWN's row and the verdict's unknown mass
-    assert "0.88 bits" in html
+    assert '0.88 <a class="term" href="/help/#entropy">bits</a>' in html  # "bits" explained where shown
     assert 'at or below the <a class="term" href="/help/#pivot">pivot</a> (r ≤ 0.5)' in html
     assert "they cannot move this belief, however often they are repeated" in html
     assert "<li>&lt;script&gt;alert(1)&lt;/script&gt;</li>" in html

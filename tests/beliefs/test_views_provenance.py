@@ -73,10 +73,13 @@ def test_it_lists_the_tiers_with_ceilings_descriptions_channels_and_the_cost_of_
     assert '<input type="hidden" name="tier" value="agent_own">' in row
     assert 'name="ceiling" step="any" min="0" max="1" value="0.8"' in row
     assert "A change rebuilds <strong>3</strong> beliefs." in row and ">Save</button>" in row
-    # Saving there rebuilds beliefs: it looks dangerous and asks first, naming how many.
+    # Saving a changed ceiling there rebuilds beliefs: beside the unchanged value Save is plain;
+    # the page's script makes it look dangerous and ask first, naming how many, once it differs.
     assert (
-        'class="small danger"' in row
-        and 'data-confirm="Set a new ceiling for' in row
+        'class="small"' in row
+        and "danger" not in row
+        and 'data-saved="0.8"' in row
+        and 'data-rebuilds="Set a new ceiling for' in row
         and "It rebuilds 3 beliefs" in row
     )
     assert "A change rebuilds no belief." in tier_row(html, "tool_output")
@@ -179,8 +182,14 @@ def test_channels_are_listed_with_tier_keys_and_beliefs(operator, agent_beliefs)
     api_key_revoke(key=api_key_create(name="old", channel_name="support-agent")[0])
     row = channel_row(operator.get(PAGE).content.decode(), "support-agent")
     assert 'agent_own <span class="muted">(0.8)</span>' in row
-    assert '<td class="num">1 <span class="muted small">(2)</span></td>' in row
-    assert '<td class="num">3</td>' in row and "Rebuilds <strong>3</strong> beliefs." in row
+    # Said in words, not as an unexplained "1 (2)".
+    assert (
+        '<td data-label="API keys" class="num">1 live <span class="muted small">+ 1 revoked</span></td>'
+        in row
+    )
+    assert (
+        '<td data-label="Beliefs" class="num">3</td>' in row and "Rebuilds <strong>3</strong> beliefs." in row
+    )
     assert '<option value="agent_own" selected>' in row and ">Rebind</button>" in row
 
 

@@ -18,7 +18,7 @@ from tests.deposits.test_api_idempotency import later
 SECRET = "Quokkaberg"
 CLAIM = {
     "content": f"Alice lives at 12 {SECRET} Lane",
-    "scope": {"model": "gpt-5", "dataset": "q1", "note": f"told on the {SECRET} call"},
+    "scope": {"model": "gpt-5", "dataset": f"{SECRET} interviews", "note": f"told on the {SECRET} call"},
     "tags": ["home"],
     "belief": {"key": "home_street", "value": f"{SECRET} Lane"},
 }
@@ -69,7 +69,7 @@ def test_a_retry_of_an_erased_deposits_key_answers_410_erased_and_writes_nothing
     assert_erased(again)
     assert not Deposit.objects.exists()
     assert eraser.get("/users/alice/deposits").body["total"] == 0
-    assert ScopeBag.objects.get().live_open == 0
+    assert not ScopeBag.objects.exists()  # the bag it emptied went with it
     assert not BeliefRevision.objects.exists()
     assert not Belief.objects.exists()
 

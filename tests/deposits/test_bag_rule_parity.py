@@ -77,7 +77,7 @@ def _python_flags(user: str) -> dict[str, dict[str, bool]]:
     kept: dict[str, set[str]] = defaultdict(set)
     kept_superseded: dict[str, int] = defaultdict(int)
     for bag in ScopeBag.objects.filter(user_id=user).values_list("id", flat=True):
-        live[bag]  # a bag whose every deposit was erased stays, holding nothing
+        live[bag]  # every bag row has an entry (one whose every deposit was erased went with them)
     for bag, pk, polarity, retracted_at in Deposit.objects.filter(user_id=user).values_list(
         "bag_id", "pk", "polarity", "retracted_at"
     ):
@@ -193,7 +193,13 @@ def test_the_python_rule_the_orm_and_every_backends_sql_agree(ops, db):
         return
     assert tally.live_deposits == Deposit.objects.filter(user_id=user).live().count()
     assert tally.open_conflicts == sum(flags["conflict"] for flags in python.values())
-    assert tally.last_activity == ScopeBag.objects.filter(user_id=user).latest("updated_at").updated_at
+    # A bag is kept exactly while a deposit is in it: erasing its last took its row.
+    bags = ScopeBag.objects.filter(user_id=user)
+    assert set(bags.values_list("id", flat=True)) == set(
+        Deposit.objects.filter(user_id=user).values_list("bag_id", flat=True)
+    )
+    # The last write is the newest bag's, or an erasure that took the only row dated at it.
+    assert not bags.exists() or tally.last_activity >= bags.latest("updated_at").updated_at
     assert_tallies_match_a_recount()  # and the deployment's count of owners holding live deposits
     assert_conflict_copies_match()  # and the copies recall reads its conflict bags' matches from
 

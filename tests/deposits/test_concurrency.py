@@ -185,3 +185,30 @@ def test_a_correction_racing_the_erasure_of_its_target_is_written_or_refused_nev
     written = sum(status == 201 for status, _ in corrections)
     assert Deposit.objects.count() == written
     assert_bags_match_a_recount()
+
+
+def test_an_add_racing_the_erasure_of_its_bags_last_deposit_lands_in_a_bag_that_holds_it(on_postgres):
+    # The erasure deletes the bag it empties; an add into that bag at the same moment writes the
+    # bag anew (or finds it still there), and either way is counted in it.
+    key = secret("read", "write", "erase")
+    client = Client()
+    lonely = [
+        post(client, key, "/users/alice/deposits", {"content": f"only {i}", "scope": {**SCOPE, "n": i}})[1]
+        for i in range(THREADS // 2)
+    ]
+    connection.close()
+
+    def act(client: Client, index: int) -> tuple[int, dict]:
+        pair = index // 2
+        if index % 2:
+            body = {"content": f"another {pair}", "scope": {**SCOPE, "n": pair}}
+            return post(client, key, "/users/alice/deposits", body)
+        return delete(client, key, f"/users/alice/deposits/{lonely[pair]['deposit']['id']}?mode=hard")
+
+    answers = all_at_once(THREADS, act)
+    assert sorted(status for status, _ in answers) == [200] * 10 + [201] * 10, answers
+    assert Deposit.objects.count() == THREADS // 2
+    assert set(ScopeBag.objects.values_list("id", flat=True)) == set(
+        Deposit.objects.values_list("bag_id", flat=True)
+    )
+    assert_bags_match_a_recount()

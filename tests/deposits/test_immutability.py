@@ -95,3 +95,41 @@ def test_setting_the_marker_together_with_a_claim_column_fails(deposit):
         run("UPDATE deposits_deposit SET retracted_at = %s, content = %s WHERE id = %s", [db_now(), "x", pk])
     deposit.refresh_from_db()
     assert (deposit.retracted_at, deposit.content) == (None, "likes tea")
+
+
+@pytest.fixture
+def with_refs(api) -> Deposit:
+    answer = api.post(
+        "/users/alice/deposits", {"content": "likes tea", "artifact_refs": ["s3://a", "s3://b"]}
+    )
+    return Deposit.objects.get(pk=answer.body["deposit"]["id"])
+
+
+def test_dropping_artifact_refs_is_allowed_so_an_erasure_can_take_those_it_gave(with_refs):
+    assert (
+        run("UPDATE deposits_deposit SET artifact_refs = %s WHERE id = %s", ['["s3://b"]', db_pk(with_refs)])
+        == 1
+    )
+    assert run("UPDATE deposits_deposit SET artifact_refs = %s WHERE id = %s", ["[]", db_pk(with_refs)]) == 1
+    with_refs.refresh_from_db()
+    assert with_refs.artifact_refs == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        ("UPDATE deposits_deposit SET artifact_refs = %s WHERE id = %s", ['["s3://a", "s3://c"]']),
+        ("UPDATE deposits_deposit SET artifact_refs = %s WHERE id = %s", ['{"s3://a": 1}']),
+        ("UPDATE deposits_deposit SET artifact_refs = %s, content = 'x' WHERE id = %s", ['["s3://a"]']),
+        ("UPDATE deposits_deposit SET artifact_refs = %s, bag_id = 'bag_x' WHERE id = %s", ['["s3://a"]']),
+        (
+            "UPDATE deposits_deposit SET artifact_refs = %s, retracted_reason = 'x' WHERE id = %s",
+            ['["s3://a"]'],
+        ),
+    ],
+)
+def test_adding_a_ref_or_changing_anything_beside_dropping_them_fails(with_refs, sql, params):
+    with pytest.raises(DatabaseError):
+        run(sql, [*params, db_pk(with_refs)])
+    with_refs.refresh_from_db()
+    assert (with_refs.artifact_refs, with_refs.content) == (["s3://a", "s3://b"], "likes tea")

@@ -107,6 +107,17 @@ def test_erasing_without_a_reason_is_refused():
     assert response.status_code == 422 and Deposit.objects.filter(pk=bag.negative[0]).exists()
 
 
+@pytest.mark.parametrize(("action", "done"), [("retract", "retracted"), ("erase", "erased")])
+def test_a_reason_made_only_of_invisible_characters_is_no_reason(action, done):
+    bag = split()
+    reason = "\u3164\u2800 \u00ad\u200b"  # a Hangul filler, blank braille, a soft hyphen, a zero-width space
+    response = logged_in("operator").post(bag.deposit_url(bag.negative[0]) + f"{action}/", {"reason": reason})
+    assert response.status_code == 422
+    assert f"Say why this deposit is {done}." in response.content.decode()
+    row = Deposit.objects.get(pk=bag.negative[0])
+    assert row.retracted_at is None
+
+
 @pytest.mark.parametrize(
     "path",
     [

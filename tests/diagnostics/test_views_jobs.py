@@ -134,3 +134,15 @@ def test_the_page_reads_in_a_fixed_number_of_queries(django_assert_max_num_queri
             run(name)
     with django_assert_max_num_queries(4):
         assert reviewer.get("/jobs/").status_code == 200
+
+
+def test_a_verify_run_says_its_mismatches_once_and_names_them():
+    clean = run("verify_beliefs", counts={"checked": 3, "mismatched": 0, "mismatches": []})
+    html = logged_in("reviewer").get("/jobs/").content.decode()
+    cell = re.search(r'data-label="Counts"[^>]*>(.*?)</td>', row(html, clean), re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", cell).strip() == "checked 3; mismatches none"
+    found = run(
+        "verify_beliefs", counts={"checked": 3, "mismatched": 1, "mismatches": [["alice", "diet:milk"]]}
+    )
+    html = logged_in("reviewer").get("/jobs/").content.decode()
+    assert "mismatched" not in row(html, found) and "mismatches 1: alice/diet:milk" in row(html, found)

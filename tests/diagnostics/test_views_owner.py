@@ -149,3 +149,16 @@ def test_the_page_reads_in_a_fixed_number_of_queries(reviewer, alice, django_ass
         assert reviewer.get("/owners/alice/").status_code == 200
     with django_assert_max_num_queries(6):
         assert reviewer.get("/owners/alice/?page=2", headers={"HX-Request": "true"}).status_code == 200
+
+
+def test_a_bag_of_open_notes_says_it_holds_no_directional_claims_not_0_percent_or_thin(reviewer):
+    for i in range(8):
+        put("open", f"ask alice about her week ({i})", user="alice")
+    owner = reviewer.get("/owners/alice/").content.decode()
+    (row,) = re.findall(r"<tr[^>]*>\s*<td class=\"scope\">.*?</tr>", owner, re.S)
+    assert re.search(r'no <a class="term" href="/help/#directional">directional</a> claims', row)
+    assert ">0%<" not in row and "badge thin" not in row
+    bag = reviewer.get(bag_rows(owner)[0]).content.decode()
+    facts = bag.split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
+    assert 'no <a class="term" href="/help/#directional">directional</a> claims' in facts
+    assert ">0%<" not in facts and "badge thin" not in facts

@@ -49,7 +49,11 @@ def test_every_owner_with_live_deposits_is_listed_with_its_counts(reviewer, thre
     assert '<span class="badge conflict">1</span>' in cells[2]
     assert 'href="/owners/alice/beliefs/">1</a>' in cells[3]
     assert "<time" in cells[4]
-    assert re.findall(r"<td[^>]*>(.*?)</td>", row_of(html, "bob"), re.S)[1].endswith("64</span>")
+    # A snapshot's figure says how old it is, beside it.
+    bob_fmi = re.findall(r"<td[^>]*>(.*?)</td>", row_of(html, "bob"), re.S)[1]
+    assert re.match(
+        r'<span class="fmi-cell">64</span> <span class="muted small"><time[^>]*>just now</time>', bob_fmi
+    )
 
 
 def test_an_owner_whose_deposits_are_all_retracted_is_not_listed(reviewer):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.job_runs.services import set_dispatcher
@@ -17,6 +18,7 @@ from beliefs.services import api_key_create, channel_get_or_create, observation_
 from diagnostics.job_runner import job_execute
 from diagnostics.tasks import dispatch
 from tests.e2e.browser import login, screenshot
+from tests.e2e.conftest import OutsideRequests
 
 
 @pytest.fixture
@@ -49,7 +51,10 @@ def test_an_operator_lowers_a_ceiling_and_watches_the_rebuild_finish(page: Page,
     expect(row).to_contain_text("A change rebuilds 3 beliefs.")
     screenshot(page, "provenance")
 
+    save = row.get_by_role("button", name="Save")
+    expect(save).not_to_have_class(re.compile(r"\bdanger\b"))  # beside the unchanged value
     row.get_by_label("New ceiling of agent_own").fill("0.45")
+    expect(save).to_have_class(re.compile(r"\bdanger\b"))
     # It rebuilds beliefs, so Save asks first, saying how many.
     asked: list[str] = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
@@ -132,3 +137,60 @@ def test_a_reviewer_is_refused_provenance_and_every_form_on_it(page: Page):
         assert "This needs the operator role" in refused.text(), path
     key.refresh_from_db()
     assert key.revoked_at is None
+
+
+# The sizes the issue measured the secret at: a laptop and a phone.
+SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+ON_SCREEN = """() => {
+  const box = document.getElementById("api-key-secret")?.getBoundingClientRect();
+  return box && box.top >= 0 && box.left >= 0 && box.bottom <= innerHeight && box.right <= innerWidth;
+}"""
+
+
+def on_screen(page: Page) -> bool:
+    """Whether the secret lies wholly in the viewport, within 3 s (a scroll follows the swap or the
+    load). Polled from here: without JavaScript the page runs no polling of its own."""
+    for _ in range(30):
+        if page.evaluate(ON_SCREEN):
+            return True
+        page.wait_for_timeout(100)
+    return False
+
+
+def test_a_new_keys_secret_is_on_screen_after_create_key_at_both_sizes_with_and_without_javascript(
+    browser: Browser,
+    live_server,
+    transactional_db,
+    django_db_serialized_rollback,
+    outside_requests: OutsideRequests,
+):
+    # A deployment's page: channels and keys enough that Create key sits far below the top.
+    for n in range(6):
+        channel_get_or_create(name=f"agent-{n}", tier_name="agent_own")
+        api_key_create(name=f"agent {n}", channel_name=f"agent-{n}")
+    missed = []
+    for size_name, size in SIZES.items():
+        for javascript in (True, False):
+            context = browser.new_context(
+                base_url=live_server.url, viewport=size, java_script_enabled=javascript
+            )
+            context.route("**/*", outside_requests.guard)
+            page = context.new_page()
+            try:
+                login(page, "operator")
+                page.goto("/provenance/")
+                form = page.locator("form:has(button:text-is('Create key'))")
+                form.get_by_label("Name").fill(f"new key {size_name} {javascript}")
+                form.get_by_label("Channel").select_option("agent-0")
+                form.get_by_role("button", name="Create key").click()
+                expect(page.locator("#api-key-secret")).to_have_count(1)
+                expect(page.locator("#api-keys")).not_to_contain_text("{#")  # no template source shown
+                if not on_screen(page):
+                    box = page.locator("#api-key-secret").bounding_box()
+                    how = "with htmx" if javascript else "without JavaScript"
+                    missed.append(f"{size_name} {how}: the secret is at y={box and round(box['y'])}")
+                if javascript:
+                    screenshot(page, f"provenance-key-created-{size_name}", widths=(size["width"],))
+            finally:
+                context.close()
+    assert not missed, f"the secret, shown once, is off-screen after Create key: {missed}"

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from atlaso._errors import InputValidationError
+from atlaso._invisible import INVISIBLE_RANGES
 
 POLARITY_MEANINGS = {
     "positive": "claim that X works / is true",
@@ -59,7 +60,9 @@ def check_range(field: str, value: Any, low: int, high: int) -> None:
 
 
 # Characters that show nothing: text made only of these and whitespace counts as empty (api.md).
-INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE_RUN = re.compile(
+    "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in INVISIBLE_RANGES) + "]+"
+)
 # The server's rule for a memory owner's id (domain.md), so a bad one fails here, by name.
 USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 USER_ID_RULE = (
@@ -69,8 +72,13 @@ USER_ID_RULE = (
 
 
 def check_text(field: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip().strip(INVISIBLE).strip():
+    if not isinstance(value, str) or is_blank(value):
         raise InputValidationError(f"{field} must be non-empty text, got {value!r}", field=field)
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace and invisible characters, as the server counts."""
+    return not _INVISIBLE_RUN.sub("", text).strip()
 
 
 def check_user_id(user_id: Any) -> None:
