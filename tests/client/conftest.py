@@ -56,6 +56,12 @@ def owner() -> str:
 KINDS = {
     "test_retries.py": "transport-fault",
     "test_mcp_tools.py": "MCP (in memory)",
+    "test_mcp_settle.py": "MCP (in memory)",
+    "test_langgraph_store.py": "LangGraph",
+    "test_langchain.py": "LangChain",
+    "test_agents_sdk.py": "OpenAI Agents SDK",
+    "test_examples.py": "examples",
+    "test_integration_docs.py": "examples",
     "test_mcp_stdio.py": "MCP (subprocess)",
     "test_packaging.py": "packaging",
     "test_bench_client.py": "benchmark",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters, stdio_client
+from mcp.types import ElicitResult
 
 from tests.client.served import ROOT, ServedAtlaso, free_port
 
@@ -198,8 +199,58 @@ def test_streamable_http_says_on_stderr_where_it_listens_and_writes_nothing_on_s
             async with Client(url.group(1)) as client:
                 return await client.list_tools()
 
-        assert len(asyncio.run(main()).tools) == 10
+        assert len(asyncio.run(main()).tools) == 11
     finally:
         process.terminate()
         out, _ = process.communicate(timeout=10)
     assert out == ""
+
+
+SETTLE = ROOT / "var" / "test-artifacts" / "mcp-settle-transcript.txt"
+
+
+def test_a_person_settles_a_conflict_by_elicitation_over_stdio(served: ServedAtlaso, owner: str):
+    lines: list[str] = [
+        f"$ ATLASO_USER={owner} atlaso mcp   (stdio, driven by mcp.Client with an elicitation callback)"
+    ]
+
+    def record(label: str, value: Any) -> None:
+        lines.append(f"\n>>> {label}")
+        lines.append(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+
+    async def person(context: Any, params: Any) -> ElicitResult:
+        record("<<< elicitation/create (the host shows the person this form)", {
+            "message": params.message, "requestedSchema": params.requested_schema,
+        })  # fmt: skip
+        answer = {"holds": "negative", "reason": "prod logs: 0.7 flags 30% of good traffic"}
+        record("... the person chooses and answers (ElicitResult action=accept)", answer)
+        return ElicitResult(action="accept", content=answer)
+
+    async def main() -> Any:
+        async with Client(server(served, key="client-rw", user=owner), elicitation_callback=person) as client:
+            for polarity, text in (
+                ("positive", "threshold 0.7 is optimal"),
+                ("negative", "threshold 0.7 over-flags"),
+            ):
+                arguments = {"content": text, "polarity": polarity, "evidence_grade": "observed",
+                             "scope": {"model": "gpt-5", "dataset": "prod", "env": "prod"}}  # fmt: skip
+                added = await client.call_tool("add", arguments)
+                record(f"tools/call add {json.dumps(arguments)}", added.content[0].text)
+            listed = await client.call_tool("conflicts", {})
+            record("tools/call conflicts {}", listed.content[0].text)
+            (bag,) = listed.structured_content["items"]
+            settled = await client.call_tool("settle", {"bag_id": bag["bag_id"]})
+            record(f'tools/call settle {{"bag_id": "{bag["bag_id"]}"}}  (text)', settled.content[0].text)
+            record("... structuredContent", settled.structured_content)
+            found = await client.call_tool("recall", {"query": "threshold"})
+            record('tools/call recall {"query": "threshold"}  (text)', found.content[0].text)
+            return settled, found
+
+    settled, found = asyncio.run(main())
+    SETTLE.parent.mkdir(parents=True, exist_ok=True)
+    SETTLE.write_text("\n".join(lines) + "\n")
+    assert not settled.is_error and settled.structured_content["action"] == "accepted"
+    correction = settled.structured_content["correction"]["deposit"]
+    assert (correction["polarity"], correction["channel"]) == ("negative", "client-rw")
+    assert found.structured_content["has_disagreement"] is False
+    assert [hit["content"] for hit in found.structured_content["items"]] == ["threshold 0.7 over-flags"] * 2

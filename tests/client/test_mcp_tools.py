@@ -27,6 +27,7 @@ TOOLS = {
     "peek",
     "add_many",
     "conflicts",
+    "settle",
 }
 READ_ONLY = {"recall", "get", "list_recent", "health", "peek", "conflicts"}
 PROD = {"model": "gpt-5", "dataset": "evals", "env": "prod"}
@@ -165,7 +166,7 @@ def test_every_tool_works_on_the_default_owner(served: ServedAtlaso, owner: str)
         return calls
 
     calls = session(served, work, default_user=owner)
-    assert set(calls) == TOOLS - {"recall", "conflicts"}
+    assert set(calls) == TOOLS - {"recall", "conflicts", "settle"}
 
 
 def test_without_user_id_or_a_default_owner_the_tool_says_what_to_give(served: ServedAtlaso):
@@ -251,6 +252,7 @@ MINIMAL = {
     "peek": {},
     "add_many": {"items": [{"content": "x", "idempotency_key": "k1"}]},
     "conflicts": {},
+    "settle": {"bag_id": "bag_missing"},
 }
 
 

@@ -212,9 +212,10 @@ class Memory:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
+        mode: str | None = None,
     ) -> SearchResults:
         return self.for_user(user_id).recall(
-            query, limit=limit, scope=scope, include_superseded=include_superseded
+            query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
         )
 
     def get(self, deposit_id: str, *, user_id: str) -> Deposit:
@@ -378,10 +379,18 @@ class UserHandle:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
+        mode: str | None = None,
     ) -> SearchResults:
         """Search by words; flags cover every matching bag, so `limit` cannot hide a conflict."""
         return self._memory._run(
-            ops.recall(self.user_id, query, limit=limit, scope=scope, include_superseded=include_superseded)
+            ops.recall(
+                self.user_id,
+                query,
+                limit=limit,
+                scope=scope,
+                include_superseded=include_superseded,
+                mode=mode,
+            )
         )
 
     def get(self, deposit_id: str) -> Deposit:

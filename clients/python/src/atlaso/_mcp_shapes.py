@@ -234,3 +234,16 @@ class ConflictsOut(TypedDict):
     user_id: str
     total: int
     items: list[ConflictOut]
+
+
+class SettleOut(TypedDict):
+    """What settle did: the person's choice and the correction it wrote, or why nothing was."""
+
+    kind: Literal["settle_result"]
+    action: Literal["accepted", "declined", "cancelled", "not_asked"]
+    user_id: str
+    bag_id: str
+    resolve_url: str
+    holds: Literal["positive", "negative", "cautionary"] | None
+    reason: str | None
+    correction: AddResultOut | None

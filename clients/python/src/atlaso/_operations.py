@@ -371,12 +371,17 @@ def recall(
     limit: int = 10,
     scope: ScopeLike | None = None,
     include_superseded: bool = False,
+    mode: str | None = None,
 ) -> Operation[SearchResults]:
     check_text("query", query)
     check_range("limit", limit, 1, 1000)
     params = {"q": query, "limit": limit, **scope_wire(scope, facets_only=True)}
     if include_superseded:
         params["include_superseded"] = True
+    if mode is not None:
+        # words, meaning or hybrid; left out, the server chooses (recall-by-meaning.md).
+        check_text("mode", mode)
+        params["mode"] = mode
     return Operation(
         "GET",
         _owner(user_id, "recall"),

@@ -1,43 +1,60 @@
-"""`atlaso mcp`: Atlaso's memory as MCP tools, for Claude Desktop, Claude Code, Cursor and others.
+"""`atlaso mcp`: Atlaso's memory as MCP tools, resources and prompts, for Claude Desktop, Claude
+Code, Cursor, the OpenAI Agents SDK and other agent hosts.
 
 Built on the official `mcp` SDK (`pip install "atlaso[mcp]"`). Each tool calls the HTTP API
 through `AsyncMemory` and answers twice: structured content (the API's wire object, each recall
-hit's deposit written once, described by an output schema) and a short text for the model (`explain()` for recall and health). A
-failure, from the owner's name to the server's answer, is a tool error carrying the message and
-what would succeed, never a success and never a crash; an argument the tool does not take is
-refused by name.
+hit's deposit written once, described by an output schema) and a short text for the model
+(`explain()` for recall and health). A failure, from the owner's name to the server's answer, is
+a tool error carrying the message and what would succeed, never a success and never a crash; an
+argument the tool does not take is refused by name. `settle` asks the person which side of a
+conflict holds, where the host can ask (MCP elicitation), and otherwise answers the dashboard
+page where a person settles it. Over streamable HTTP each request's `Authorization: Bearer`
+key is the one its calls are made with, so several agents with their own keys share one server.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import inspect
+import json
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import quote
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, create_model
 
+from atlaso._agent_tools import (
+    DESCRIPTIONS,
+    DIRECTIONAL,
+    FILTER_HELP,
+    GRADE_HELP,
+    INSTRUCTIONS,
+    POLARITY_HELP,
+    SCOPE_HELP,
+    USER_ID_HELP,
+    bag_url,
+    conflicts_plan,
+    deposit_line,
+    facets_text,
+    live_sides,
+    prose,
+    recall_structured,
+    recall_text,
+    stored_line,
+    teach,
+)
 from atlaso._async_client import AsyncMemory, AsyncUserHandle
 from atlaso._core import VERSION
-from atlaso._errors import (
-    HOW_TO_GET_A_KEY,
-    MAKE_A_KEY,
-    AtlasoError,
-    AuthenticationError,
-    DepositRejectedError,
-    IdempotencyKeyConflict,
-    InputValidationError,
-    MissingContradictsError,
-)
+from atlaso._errors import HOW_TO_GET_A_KEY, MAKE_A_KEY, AtlasoError
 from atlaso._mcp_shapes import (
     AddManyResultOut,
     AddResultOut,
@@ -53,50 +70,14 @@ from atlaso._mcp_shapes import (
     ScopeFilterIn,
     ScopeIn,
     SearchResultsOut,
+    SettleOut,
 )
-from atlaso._types import Bag, Deposit, SearchResults
+from atlaso._plan import adrive
+from atlaso._types import Bag, Scope
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-def _prose(text: str) -> str:
-    """`text` as flowing paragraphs, without the source's indentation or line wrapping."""
-    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
-
-
-INSTRUCTIONS = """\
-Atlaso is a memory of typed claims about a person or a system (its owner, `user_id`). Each
-claim has a polarity (positive: X works or is true; negative: X failed; cautionary: X works
-but with caveats; open: a note or question), an evidence grade (anecdotal < observed <
-replicated < verified) and a scope of facets (model, dataset, env, version, n, seed). Claims
-with the same facets form a bag; a bag holding two directional polarities is a conflict.
-
-Before answering from memory, `recall`: trust a hit only when `is_confident` is true, and when
-`has_disagreement` is true say that the memory disagrees instead of picking a side. Write what
-you learn with `add` (a write gate refuses weak claims: broad positive claims need replicated
-evidence). Claims are immutable: to correct one, `contradict` it. `conflicts` lists what a
-person should resolve."""
-
-USER_ID_HELP = "The memory owner: the person or system the claims are about, e.g. 'alice'."
-SCOPE_HELP = (
-    "Facets that pin the claim to a context: model, dataset, env, version (text), n, seed "
-    "(whole numbers), and note (searchable text, not a facet). Two or more facets make the claim "
-    "narrow, which the gate asks less evidence of; env or version also count as provenance."
-)
-POLARITY_HELP = (
-    "positive: X works / is true; negative: X doesn't work / failed; cautionary: works with "
-    "caveats; open: a note or open question (never conflicts, always accepted)."
-)
-GRADE_HELP = (
-    "anecdotal: one observation, no logs; observed: measured at least once with artifacts; "
-    "replicated: several independent observations agree; verified: replicated with provenance."
-)
-
-FILTER_HELP = (
-    "Only claims whose facets equal these (model, dataset, env, version, n, seed); facets left "
-    "out are not compared."
-)
 ScopeArg = Annotated[ScopeIn | None, Field(description=SCOPE_HELP)]
 FilterArg = Annotated[ScopeFilterIn | None, Field(description=FILTER_HELP)]
 PolarityArg = Annotated[Polarity, Field(description=POLARITY_HELP)]
@@ -113,58 +94,81 @@ DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 
+# Callers' keys whose clients (and connections) are kept; the least recently used goes first.
+MAX_CALLER_KEYS = 32
 
-def teach(error: AtlasoError) -> str:
-    """The API's message, and what the model could do that would succeed."""
-    if isinstance(error, DepositRejectedError):
-        reason = error.gate_reason or error.message
-        return (
-            f"The write gate refused this claim: {reason}. Nothing was stored. Resubmit only what is "
-            "true: the evidence_grade you actually have, a narrower scope (two or more facets, e.g. "
-            "model and dataset) if the claim only holds there, or the provenance it asks for "
-            "(artifact_refs, or scope env/version). If it is only a note or an open question, "
-            "polarity 'open' is always accepted."
-        )
-    if isinstance(error, MissingContradictsError):
-        return (
-            f"{error.message} Missing: {', '.join(error.missing) or '?'}. Use ids from recall or "
-            "list_recent for this same user_id."
-        )
-    if isinstance(error, InputValidationError):
-        allowed = f" Allowed: {', '.join(error.allowed)}." if error.allowed else ""
-        field = f" (field {error.field})" if error.field else ""
-        return f"Invalid input{field}: {error.message}{allowed}"
-    if isinstance(error, IdempotencyKeyConflict):
-        return (
-            f"{error.message} The deposit that key wrote is {error.existing_id}; use a new "
-            "idempotency_key for a new claim."
-        )
-    if isinstance(error, AuthenticationError):
-        if error.status_code is None:
-            return (
-                "This MCP server has no Atlaso API key: set ATLASO_API_KEY in the env of the atlaso "
-                "entry of the host's MCP configuration, then restart the server. An operator makes a "
-                f"key in the Atlaso checkout with `{MAKE_A_KEY}` (the secret is its last line)."
+
+class _Keys:
+    """The memory each request is served with: its own `Authorization: Bearer` key's over HTTP,
+    else the server's (ATLASO_API_KEY), so one server serves several agents, each as itself."""
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self.memory = memory
+        self._callers: OrderedDict[str, AsyncMemory] = OrderedDict()
+
+    @staticmethod
+    def sent_key(ctx: Context | None) -> str | None:
+        """The key a request carried in its Authorization header (None: it carried none)."""
+        headers: Mapping[str, str] | None = ctx.headers if ctx is not None else None
+        if not headers:
+            return None
+        value = headers.get("authorization")
+        if value is None:
+            return None
+        scheme, _, key = value.strip().partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise ToolError(
+                "the Authorization header must be 'Bearer <Atlaso API key>'; make a key in the Atlaso "
+                f"checkout with `{MAKE_A_KEY}` (the secret is its last line)"
             )
-        return f"Atlaso refused this server's API key (unknown or revoked): {error.message}"
-    return error.message
+        return key.strip()
+
+    async def memory_for(self, ctx: Context | None) -> AsyncMemory:
+        key = self.sent_key(ctx)
+        if key is None:
+            return self.memory
+        memory = self._callers.get(key)
+        if memory is None:
+            settings = self.memory.settings
+            memory = AsyncMemory(
+                api_key=key,
+                base_url=settings.base_url,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+                validate_user_id=settings.validate_user_id,
+            )
+            self._callers[key] = memory
+            while len(self._callers) > MAX_CALLER_KEYS:
+                await self._callers.popitem(last=False)[1].aclose()
+        self._callers.move_to_end(key)
+        return memory
+
+    def no_key(self, ctx: Context | None) -> str:
+        """What a call without any key is told, on the transport it came by."""
+        if ctx is not None and ctx.headers is not None:
+            return (
+                "No Atlaso API key: send yours as 'Authorization: Bearer <key>' (the host's MCP "
+                "configuration sets headers), or start this server with ATLASO_API_KEY. An operator "
+                f"makes a key in the Atlaso checkout with `{MAKE_A_KEY}` (the secret is its last line)."
+            )
+        return (
+            "This MCP server has no Atlaso API key: set ATLASO_API_KEY in the env of the atlaso "
+            "entry of the host's MCP configuration, then restart the server. An operator makes a "
+            f"key in the Atlaso checkout with `{MAKE_A_KEY}` (the secret is its last line)."
+        )
+
+    def refused_key(self, ctx: Context | None) -> str:
+        if self.sent_key(ctx) is not None:
+            return "Atlaso refused the API key this request sent in its Authorization header (unknown or revoked)"
+        return "Atlaso refused this server's API key (unknown or revoked)"
+
+    def teach(self, error: AtlasoError, ctx: Context | None) -> str:
+        return teach(error, no_key=self.no_key(ctx), refused_key=self.refused_key(ctx))
 
 
-def _taught(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """`fn` answering any client error, the owner's name's included, as a tool error that teaches.
-
-    Without this a refusal raised outside the API call (the owner's name, checked by `for_user`)
-    reached the SDK as a crash: "Error executing tool add" and a traceback on the server.
-    """
-
-    @functools.wraps(fn)
-    async def tool(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await fn(*args, **kwargs)
-        except AtlasoError as error:
-            raise ToolError(teach(error)) from error
-
-    return tool
+def _context_of(kwargs: Mapping[str, Any]) -> Context | None:
+    found = kwargs.get("ctx")
+    return found if isinstance(found, Context) else None
 
 
 def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:
@@ -197,48 +201,8 @@ class _StrictTool(Tool):
         return await super().run(arguments, context, convert_result=convert_result)
 
 
-def _strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
-    """`fn` as a tool whose schema says, and whose calls enforce, that it takes nothing else."""
-    # from_function builds the class it is called on: a _StrictTool.
-    tool = _StrictTool.from_function(
-        _taught(fn), description=_prose(fn.__doc__ or ""), annotations=annotations
-    )
-    tool.parameters["additionalProperties"] = False
-    return tool
-
-
 def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
-
-
-# What a recall hit keeps of its deposit beside the fields the hit already carries: who wrote it,
-# where it came from and what it corrects. `get` reads the rest.
-_HIT_PROVENANCE = ("author", "author_role", "channel", "artifact_refs", "contradicts")
-
-
-def _recall_structured(results: SearchResults) -> dict[str, Any]:
-    """Recall's wire object with each hit's deposit written once.
-
-    The API's hit repeats its deposit whole (`deposit`) beside the id, content, polarity, grade,
-    scope and tags it already lists: half of what a model would read twice.
-    """
-    answer = results.to_dict()
-    for hit in answer["items"]:
-        deposit = hit.pop("deposit")
-        hit.update({name: deposit[name] for name in _HIT_PROVENANCE})
-    return answer
-
-
-def _deposit_line(deposit: Deposit) -> str:
-    return f"{deposit.id}: {deposit.polarity}/{deposit.evidence_grade}: {deposit.content}"
-
-
-def _recall_text(results: SearchResults) -> str:
-    lines = [results.explain()]
-    for hit in results:
-        flag = "conflict" if hit.has_disagreement else ("confident" if hit.is_confident else "not confident")
-        lines.append(f"- [{flag}] {hit.polarity}/{hit.evidence_grade} {hit.id}: {hit.content}")
-    return "\n".join(lines)
 
 
 def _owner_help(default_user: str | None) -> str:
@@ -249,50 +213,42 @@ def _owner_help(default_user: str | None) -> str:
     return f"{USER_ID_HELP} Required: this server has no default owner (ATLASO_USER is unset)."
 
 
-def _live_sides(bag: Bag) -> dict[str, list[dict[str, Any]]]:
-    """The bag's live claims on each directional side, as the conflicts tool shows them."""
-    sides: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": [], "cautionary": []}
-    for deposit in bag.deposits:
-        if deposit.state == "live" and deposit.polarity in sides:
-            sides[deposit.polarity].append({
-                "id": deposit.id, "content": deposit.content, "evidence_grade": deposit.evidence_grade,
-                "created_at": deposit.to_dict()["created_at"], "author": deposit.author,
-            })  # fmt: skip
-    return sides
-
-
-def _conflict(bag: Bag, dashboard: str) -> tuple[dict[str, Any], list[str]]:
-    """One bag in conflict as the conflicts tool answers it: its structured item and its lines of
-    text, both pointing at the dashboard page that resolves it."""
-    sides = _live_sides(bag)
-    url = f"{dashboard}/owners/{quote(bag.user_id, safe='')}/bags/{quote(bag.bag_id, safe='')}/"
-    item = {
-        "bag_id": bag.bag_id, "resolved": bag.resolved, "scope": bag.scope.to_dict(),
-        "counts": dict(bag.counts), **sides, "resolve_url": url,
-    }  # fmt: skip
-    facets = ", ".join(f"{k}={v}" for k, v in bag.scope.to_dict().items() if v is not None) or "no facets"
-    partly = "; partly corrected already" if bag.resolved else ""
-    lines = [f"- bag {bag.bag_id} ({facets}{partly}): resolve at {url}"]
-    for polarity, claims in sides.items():
-        lines += [f"  {polarity}: {claim['content']}" for claim in claims]
-    return item, lines
-
-
 class _Toolbox:
-    """What the tools of one server share: its memory, its default owner and its dashboard, and
+    """What the tools of one server share: its keys, its default owner and its dashboard, and
     `tool`, which makes a tool with the owner argument described for this server."""
 
     def __init__(self, memory: AsyncMemory, default_user: str | None) -> None:
-        self.memory = memory
+        self.keys = _Keys(memory)
         self.default_user = default_user
         self.dashboard = memory.settings.base_url
         self.tools: list[Tool] = []
         self._user_id_arg: Any = Annotated[str | None, Field(description=_owner_help(default_user))]
 
+    def taught(self, fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        """`fn` answering any client error, the owner's name's included, as a tool error that teaches.
+
+        Without this a refusal raised outside the API call (the owner's name, checked by
+        `for_user`) reached the SDK as a crash: "Error executing tool add" and a traceback.
+        """
+
+        @functools.wraps(fn)
+        async def tool(*args: Any, **kwargs: Any) -> T:
+            try:
+                return await fn(*args, **kwargs)
+            except AtlasoError as error:
+                raise ToolError(self.keys.teach(error, _context_of(kwargs))) from error
+
+        return tool
+
     def tool(self, annotations: ToolAnnotations) -> Callable[[F], F]:
         def register(fn: F) -> F:
             fn.__annotations__["user_id"] = self._user_id_arg
-            self.tools.append(_strict_tool(fn, annotations))
+            # from_function builds the class it is called on: a _StrictTool.
+            tool = _StrictTool.from_function(
+                self.taught(fn), description=DESCRIPTIONS[fn.__name__], annotations=annotations
+            )
+            tool.parameters["additionalProperties"] = False
+            self.tools.append(tool)
             return fn
 
         return register
@@ -306,25 +262,32 @@ class _Toolbox:
             )
         return chosen
 
-    def user(self, user_id: str | None) -> AsyncUserHandle:
-        """The handle of the owner a call names, or of the default owner.
+    async def user(self, user_id: str | None, ctx: Context | None) -> AsyncUserHandle:
+        """The handle of the owner a call names (or the default owner), with the caller's key.
 
         The client's own check raises an AtlasoError, which the tool's error path teaches; a
         `validate_user_id` given to the client may raise anything, and its refusal is the
         caller's to read too, not a crash.
         """
         owner = self.owner(user_id)
+        memory = await self.keys.memory_for(ctx)
         try:
-            return self.memory.for_user(owner)
+            return memory.for_user(owner)
         except AtlasoError:
             raise
         except Exception as error:
             raise ToolError(f"user_id {owner!r} is refused: {error}") from error
 
+    async def changed(self, ctx: Context, owner: str) -> None:
+        """Tell listening hosts that what the owner's resources answer has changed."""
+        for name in ("conflicts", "health"):
+            await ctx.notify_resource_updated(f"atlaso://{owner}/{name}")
+
 
 def _add_tool(box: _Toolbox) -> None:
     @box.tool(WRITE)
     async def add(
+        ctx: Context,
         content: Annotated[str, Field(description="The claim, in plain words (1..8000 characters).")],
         polarity: PolarityArg = "open",
         evidence_grade: GradeArg = "anecdotal",
@@ -345,22 +308,21 @@ def _add_tool(box: _Toolbox) -> None:
         ] = None,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddResultOut]:
-        """Store one claim the agent learned about the owner. A write gate refuses weak claims
-        (a broad positive claim needs replicated evidence; negative and cautionary ones need
-        provenance or a narrow scope); the error says what would pass. Claims are immutable:
-        to correct one, use contradict instead."""
-        result = await box.user(user_id).add(
+        """The add tool."""
+        handle = await box.user(user_id, ctx)
+        result = await handle.add(
             content, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
             artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
             task_id=task_id, idempotency_key=idempotency_key,
         )  # fmt: skip
-        verb = "Already stored (a replay)" if result.is_idempotent_replay else "Stored"
-        return _answer(f"{verb}: {_deposit_line(result.deposit)}", result.to_dict())
+        await box.changed(ctx, handle.user_id)
+        return _answer(stored_line(result.deposit, replay=result.is_idempotent_replay), result.to_dict())
 
 
 def _recall_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def recall(
+        ctx: Context,
         query: Annotated[
             str, Field(description="Words to search for (not a question: plain keywords work best).")
         ],
@@ -371,52 +333,47 @@ def _recall_tool(box: _Toolbox) -> None:
         ] = False,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, SearchResultsOut]:
-        """Search the owner's memory before answering from it. Each hit carries its bag's flags:
-        is_confident (several claims agree, none disagree: safe to rely on), has_disagreement
-        (claims in the same scope conflict: say so, do not pick a side), is_thin_evidence (only
-        one claim). The top-level has_disagreement covers every matching bag, beyond limit. Each
-        hit is the claim with who wrote it (author, channel) and its evidence (artifact_refs);
-        get reads the whole deposit."""
-        results = await box.user(user_id).recall(
-            query, limit=limit, scope=scope, include_superseded=include_superseded
-        )
-        return _answer(_recall_text(results), _recall_structured(results))
+        """The recall tool."""
+        handle = await box.user(user_id, ctx)
+        results = await handle.recall(query, limit=limit, scope=scope, include_superseded=include_superseded)
+        return _answer(recall_text(results), recall_structured(results))
 
 
 def _get_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def get(
+        ctx: Context,
         deposit_id: Annotated[str, Field(description="The deposit's id, from recall or list_recent.")],
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, DepositOut]:
-        """Read one deposit with its audit state: superseded_by (the corrections that replaced it)
-        and retracted."""
-        deposit = await box.user(user_id).get(deposit_id)
+        """The get tool."""
+        deposit = await (await box.user(user_id, ctx)).get(deposit_id)
         state = " (retracted)" if deposit.retracted else (" (superseded)" if deposit.superseded_by else "")
-        return _answer(_deposit_line(deposit) + state, deposit.to_dict())
+        return _answer(deposit_line(deposit) + state, deposit.to_dict())
 
 
 def _list_recent_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def list_recent(
+        ctx: Context,
         limit: Annotated[int, Field(ge=1, le=200, description="How many deposits.")] = 20,
         offset: Annotated[int, Field(ge=0, description="How many of the newest to skip.")] = 0,
         include_retracted: Annotated[bool, Field(description="Also list retracted deposits.")] = False,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, DepositPageOut]:
-        """List the owner's deposits, newest first, to browse what the memory holds. To find
-        claims about something, use recall instead; page through with offset."""
-        page = await box.user(user_id).list_recent(
+        """The list_recent tool."""
+        page = await (await box.user(user_id, ctx)).list_recent(
             limit=limit, offset=offset, include_retracted=include_retracted
         )
         lines = [f"{len(page)} of {page.total} deposits (newest first, from {page.offset}):"]
-        lines += [f"- {_deposit_line(d)}" for d in page]
+        lines += [f"- {deposit_line(d)}" for d in page]
         return _answer("\n".join(lines), page.to_dict())
 
 
 def _contradict_tool(box: _Toolbox) -> None:
     @box.tool(WRITE)
     async def contradict(
+        ctx: Context,
         content: Annotated[str, Field(description="The corrected claim.")],
         contradicts: Annotated[
             list[str], Field(min_length=1, description="Ids of the deposits it corrects.")
@@ -435,13 +392,13 @@ def _contradict_tool(box: _Toolbox) -> None:
         idempotency_key: Annotated[str | None, Field(description="Makes a retry a replay.")] = None,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddResultOut]:
-        """Correct earlier claims: writes a new deposit (through the gate) that supersedes them.
-        The old ones stay readable for audit but stop counting. Use this, not add, when a claim
-        turned out wrong or outdated."""
-        result = await box.user(user_id).contradict(
+        """The contradict tool."""
+        handle = await box.user(user_id, ctx)
+        result = await handle.contradict(
             content, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
             scope=scope, tags=tags, artifact_refs=artifact_refs, idempotency_key=idempotency_key,
         )  # fmt: skip
+        await box.changed(ctx, handle.user_id)
         return _answer(
             f"Stored the correction {result.id}; it supersedes {', '.join(contradicts)}", result.to_dict()
         )
@@ -450,6 +407,7 @@ def _contradict_tool(box: _Toolbox) -> None:
 def _retract_tool(box: _Toolbox) -> None:
     @box.tool(DESTRUCTIVE)
     async def retract(
+        ctx: Context,
         deposit_id: Annotated[str, Field(description="The deposit to retract.")],
         reason: Annotated[str, Field(description="Why it is withdrawn.")],
         mode: Annotated[
@@ -461,9 +419,10 @@ def _retract_tool(box: _Toolbox) -> None:
         ] = "soft",
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, RetractResultOut]:
-        """Withdraw a claim that should never have been stored. To replace a claim with a better
-        one, use contradict instead. mode='hard' erases it and cannot be undone."""
-        result = await box.user(user_id).retract(deposit_id, reason=reason, hard_delete=mode == "hard")
+        """The retract tool."""
+        handle = await box.user(user_id, ctx)
+        result = await handle.retract(deposit_id, reason=reason, hard_delete=mode == "hard")
+        await box.changed(ctx, handle.user_id)
         verb = "Erased" if result.mode == "hard" else "Retracted (kept for audit)"
         return _answer(f"{verb}: {result.deposit_id}", result.to_dict())
 
@@ -471,34 +430,34 @@ def _retract_tool(box: _Toolbox) -> None:
 def _health_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def health(
+        ctx: Context,
         window_days: Annotated[int, Field(ge=1, le=365, description="The period the pillars cover.")] = 30,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, DiagnosticsOut]:
-        """How trustworthy the owner's memory is: the Field Maturity Index (0-100) and its four
-        pillars (coverage: searches that found a confident answer; precision: agreement inside
-        bags; resolution: conflicts resolved; density: bags with more than one claim)."""
-        diagnostics = await box.user(user_id).health(window_days=window_days)
+        """The health tool."""
+        diagnostics = await (await box.user(user_id, ctx)).health(window_days=window_days)
         return _answer(diagnostics.explain(), diagnostics.to_dict())
 
 
 def _peek_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def peek(
+        ctx: Context,
         limit: Annotated[int, Field(ge=1, le=200, description="How many of the newest live deposits.")] = 10,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, PeekOut]:
-        """A quick look at the owner's memory: the newest live claims, how many there are, the FMI,
-        and whether a recent bag is in conflict. Use it at the start of a conversation."""
-        view = await box.user(user_id).peek(limit=limit)
+        """The peek tool."""
+        view = await (await box.user(user_id, ctx)).peek(limit=limit)
         conflict = "; a recent bag is in conflict" if view.has_recent_disagreements else ""
         lines = [f"{view.total_count} live deposits, FMI {view.fmi}{conflict}. Newest:"]
-        lines += [f"- {_deposit_line(d)}" for d in view]
+        lines += [f"- {deposit_line(d)}" for d in view]
         return _answer("\n".join(lines), view.to_dict())
 
 
 def _add_many_tool(box: _Toolbox) -> None:
     @box.tool(KEYED_WRITE)
     async def add_many(
+        ctx: Context,
         items: Annotated[
             list[BulkItemIn],
             Field(min_length=1, description="The claims, each with its own idempotency_key."),
@@ -511,9 +470,10 @@ def _add_many_tool(box: _Toolbox) -> None:
         ] = "skip",
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, AddManyResultOut]:
-        """Import many claims at once. Each item needs an idempotency_key, so sending the batch
-        again after a failure stores nothing twice (replays come back as duplicates)."""
-        result = await box.user(user_id).add_many(list(items), on_gate_reject=on_gate_reject)
+        """The add_many tool."""
+        handle = await box.user(user_id, ctx)
+        result = await handle.add_many(list(items), on_gate_reject=on_gate_reject)
+        await box.changed(ctx, handle.user_id)
         text = (
             f"{len(result.committed)} stored, {len(result.duplicates)} replays, {len(result.failed)} rejected"
         )
@@ -524,22 +484,182 @@ def _add_many_tool(box: _Toolbox) -> None:
 def _conflicts_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def conflicts(
+        ctx: Context,
         limit: Annotated[int, Field(ge=1, le=50, description="How many conflict bags.")] = 10,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, ConflictsOut]:
-        """List the owner's conflicts: bags whose live claims still disagree, with each side's
-        claims and the dashboard page where a person resolves it. Tell the user about them
-        rather than resolving them yourself."""
-        handle = box.user(user_id)
-        page = await handle.bags(conflict=True, limit=limit)
-        items: list[dict[str, Any]] = []
-        lines = [f"{page.total} bag{'s' if page.total != 1 else ''} in conflict:"]
-        for summary in page:
-            item, bag_lines = _conflict(await handle.bag(summary.bag_id), box.dashboard)
-            items.append(item)
-            lines += bag_lines
-        structured = {"kind": "conflicts", "user_id": handle.user_id, "total": page.total, "items": items}
-        return _answer("\n".join(lines), structured)
+        """The conflicts tool."""
+        handle = await box.user(user_id, ctx)
+        plan = conflicts_plan(handle.user_id, limit=limit, dashboard=box.dashboard)
+        text, structured = await adrive(handle._memory, plan)
+        return _answer(text, structured)
+
+
+# ---- settle: the person says which side holds ----------------------------------------------
+
+# A side's claims as the form's choice names them: each claim once, cut to what a form shows.
+_CHOICE_CHARS = 240
+
+
+class _NotAsked(BaseModel):
+    """The settle resolver's answer when the host cannot ask the person (no form elicitation)."""
+
+    why: str
+
+
+def _can_ask(ctx: Context) -> bool:
+    """Whether the host said it can show the person a form (MCP form elicitation)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    # A bare `elicitation: {}` (before modes existed) means forms.
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def _choice_title(polarity: str, claims: list[dict[str, Any]]) -> str:
+    text = " / ".join(dict.fromkeys(claim["content"] for claim in claims))
+    if len(text) > _CHOICE_CHARS:
+        text = text[: _CHOICE_CHARS - 1].rstrip() + "…"
+    return f"{polarity.capitalize()} holds: {text}"
+
+
+def _settle_form(sides: dict[str, list[dict[str, Any]]]) -> type[BaseModel]:
+    """The form the person fills in: which side holds (each choice naming its claims), and why."""
+    present = [polarity for polarity in DIRECTIONAL if sides[polarity]]
+    choices = [{"const": p, "title": _choice_title(p, sides[p])} for p in present]
+
+    def titled(schema: dict[str, Any]) -> None:
+        # Each choice is shown by its claims (a titled single-select enum), not by a bare polarity.
+        schema.pop("enum", None)
+        schema["oneOf"] = choices
+
+    holds_type: Any = Literal[tuple(present)]
+    return create_model(
+        "SettleForm",
+        holds=(
+            holds_type,
+            Field(title="Which side holds?", description="The side that is true.", json_schema_extra=titled),
+        ),
+        reason=(
+            str,
+            Field(
+                title="Why",
+                description="In your words: why this side holds. It is kept as the correction's reason.",
+                min_length=1,
+                max_length=2000,
+            ),
+        ),
+    )
+
+
+def _settle_question(user_id: str, bag: Bag, sides: dict[str, list[dict[str, Any]]]) -> str:
+    lines = [f"The memory of {user_id} disagrees with itself ({facets_text(bag)}). Which side holds?"]
+    for polarity in DIRECTIONAL:
+        lines += [f"- {polarity}: {claim['content']}" for claim in sides[polarity]]
+    return "\n".join(lines)
+
+
+def _settled(
+    action: str, user_id: str, bag_id: str, url: str, **fields: Any
+) -> dict[str, Any]:  # the structured answer of settle, every field present
+    return {
+        "kind": "settle_result", "action": action, "user_id": user_id, "bag_id": bag_id,
+        "resolve_url": url, "holds": None, "reason": None, "correction": None, **fields,
+    }  # fmt: skip
+
+
+async def _bag_in_conflict(box: _Toolbox, ctx: Context, user_id: str | None, bag_id: str) -> tuple[str, Bag]:
+    """The owner and the bag to settle, refused as a tool error when it is not a conflict now."""
+    try:
+        handle = await box.user(user_id, ctx)
+        bag = await handle.bag(bag_id)
+    except AtlasoError as error:
+        raise ToolError(box.keys.teach(error, ctx)) from error
+    if not bag.has_disagreement:
+        raise ToolError(
+            f"bag {bag_id} is not in conflict (its live claims agree): there is nothing to settle. "
+            "conflicts lists the bags that are."
+        )
+    return handle.user_id, bag
+
+
+# What settle answers when the person does not choose: (action, what they did).
+_REFUSALS = {
+    "decline": ("declined", "declined to settle it"),
+    "cancel": ("cancelled", "dismissed the question"),
+}
+
+
+def _settle_tool(box: _Toolbox) -> None:
+    async def ask(bag_id: str, user_id: str | None, ctx: Context) -> Elicit[BaseModel] | _NotAsked:
+        """The question for the person, or why it is not asked (the host cannot show a form)."""
+        owner, bag = await _bag_in_conflict(box, ctx, user_id, bag_id)
+        if not _can_ask(ctx):
+            return _NotAsked(why="this host cannot ask the person (it does not support MCP elicitation)")
+        sides = live_sides(bag)
+        return Elicit(_settle_question(owner, bag, sides), _settle_form(sides))
+
+    async def settle(
+        ctx: Context,
+        bag_id: Annotated[str, Field(description="The bag in conflict, from conflicts.")],
+        answer: Any,
+        user_id: str | None = None,
+    ) -> Annotated[CallToolResult, SettleOut]:
+        """The settle tool."""
+        owner = box.owner(user_id)
+        url = bag_url(box.dashboard, owner, bag_id)
+        if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
+            text = f"Not settled: {answer.data.why}. A person settles it on the dashboard: {url}"
+            return _answer(text, _settled("not_asked", owner, bag_id, url))
+        if not isinstance(answer, AcceptedElicitation):
+            action, said = _REFUSALS[answer.action]
+            text = f"Not settled: the person {said}. Nothing was written; it stays open at {url}"
+            return _answer(text, _settled(action, owner, bag_id, url))
+        holds, reason = answer.data.holds, answer.data.reason
+        owner, bag = await _bag_in_conflict(box, ctx, user_id, bag_id)
+        result = await _write_settlement(box, ctx, owner, bag, holds, reason)
+        await box.changed(ctx, owner)
+        text = (
+            f"Settled: the person says the {holds} side holds ({reason}). The correction "
+            f"{result['deposit']['id']} supersedes {', '.join(result['deposit']['contradicts'])}."
+        )
+        return _answer(
+            text, _settled("accepted", owner, bag_id, url, holds=holds, reason=reason, correction=result)
+        )
+
+    # The person's answer is filled by the SDK (its resolver asks, on either protocol era), never
+    # by the model: a real annotation object, as `ask` is local and a string could not name it.
+    settle.__annotations__["answer"] = Annotated[ElicitationResult[Any], Resolve(ask)]
+    box.tool(WRITE)(settle)
+
+
+async def _write_settlement(
+    box: _Toolbox, ctx: Context, owner: str, bag: Bag, holds: str, reason: str
+) -> dict[str, Any]:
+    """The correction the person's answer makes: the side that holds, restated once, superseding
+    every live claim of the other sides, with the person's words as its reason.
+
+    It copies the kept claims' best grade, facets and artifacts, so it passes the gate whenever
+    they did, as the dashboard's resolution does; it is written on this caller's key's channel.
+    """
+    live = [d for d in bag.deposits if d.state == "live" and d.polarity in DIRECTIONAL]
+    kept = [d for d in live if d.polarity == holds]
+    if not kept:
+        raise ToolError(
+            f"the {holds} side of bag {bag.bag_id} has no live claim any more: it changed meanwhile"
+        )
+    grades = ("anecdotal", "observed", "replicated", "verified")
+    handle = await box.user(owner, ctx)
+    result = await handle.contradict(
+        "\n".join(dict.fromkeys(d.content.strip() for d in kept)),
+        [d.id for d in live if d.polarity != holds],
+        reason=reason,
+        polarity=holds,
+        evidence_grade=max((d.evidence_grade for d in kept), key=grades.index),
+        scope=Scope(**{k: v for k, v in bag.scope.to_dict().items() if k != "note"}),
+        artifact_refs=list(dict.fromkeys(ref for d in kept for ref in d.artifact_refs)),
+        author_role="person",
+    )
+    return result.to_dict()
 
 
 # Registered in this order, which is the order the host lists them in.
@@ -554,7 +674,140 @@ _TOOLS: tuple[Callable[[_Toolbox], None], ...] = (
     _peek_tool,
     _add_many_tool,
     _conflicts_tool,
+    _settle_tool,
 )
+
+
+# ---- Resources and prompts -----------------------------------------------------------------
+
+JSON = "application/json"
+RESOURCES = {
+    "conflicts": "The owner's open conflicts: each bag whose live claims disagree, each side's claims, "
+    "and the dashboard page where a person resolves it.",
+    "health": "The owner's Field Maturity Index and its four pillars over the last 30 days, with its verdict.",
+}
+
+
+class _AtlasoServer(MCPServer):
+    """The SDK's server, listing the default owner's resources beside the templates for any owner."""
+
+    def __init__(self, *args: Any, default_user: str | None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._default_user = default_user
+
+    async def list_resources(self) -> list[Resource]:
+        # Read through the templates, with each request's own key: nothing is registered as a
+        # static resource, which would be read with the server's key whoever asked.
+        listed = await super().list_resources()
+        if self._default_user:
+            listed += [
+                Resource(
+                    uri=f"atlaso://{self._default_user}/{name}",
+                    name=f"{self._default_user} {name}",
+                    description=description,
+                    mime_type=JSON,
+                )
+                for name, description in RESOURCES.items()
+            ]
+        return listed
+
+
+def _resources(server: MCPServer, box: _Toolbox) -> None:
+    async def read(ctx: Context, user_id: str, work: Callable[[AsyncUserHandle], Awaitable[Any]]) -> str:
+        try:
+            handle = await box.user(user_id, ctx)
+            return json.dumps(await work(handle), ensure_ascii=False, indent=2)
+        except AtlasoError as error:
+            raise ResourceError(box.keys.teach(error, ctx)) from error
+        except ToolError as error:
+            raise ResourceError(str(error)) from error
+
+    @server.resource(
+        "atlaso://{user_id}/conflicts", name="conflicts", description=RESOURCES["conflicts"], mime_type=JSON
+    )
+    async def conflicts(user_id: str, ctx: Context) -> str:
+        async def work(handle: AsyncUserHandle) -> Any:
+            plan = conflicts_plan(handle.user_id, limit=50, dashboard=box.dashboard)
+            return (await adrive(handle._memory, plan))[1]
+
+        return await read(ctx, user_id, work)
+
+    @server.resource(
+        "atlaso://{user_id}/deposits/{deposit_id}",
+        name="deposit",
+        description="One deposit with its audit state (superseded_by, retracted).",
+        mime_type=JSON,
+    )
+    async def deposit(user_id: str, deposit_id: str, ctx: Context) -> str:
+        async def work(handle: AsyncUserHandle) -> Any:
+            return (await handle.get(deposit_id)).to_dict()
+
+        return await read(ctx, user_id, work)
+
+    @server.resource(
+        "atlaso://{user_id}/health", name="health", description=RESOURCES["health"], mime_type=JSON
+    )
+    async def health(user_id: str, ctx: Context) -> str:
+        async def work(handle: AsyncUserHandle) -> Any:
+            return (await handle.health()).to_dict()
+
+        return await read(ctx, user_id, work)
+
+
+SETTLE_PROMPT = """\
+Help me settle what my memory disagrees about. Atlaso's memory of {owner} holds claims that
+contradict each other; here they are, each side's claims under its bag:
+
+{conflicts}
+
+Go through them with me one bag at a time: show me both sides in plain words and ask me which
+one holds and why. Do not pick a side yourself. When I answer, call the settle tool with the
+bag's id (it asks me in a form where the host can), or, if I already told you, contradict the
+claims that no longer hold with my reason. If a bag needs evidence I do not have, say so and
+leave it open: a person can settle it on its dashboard page."""
+
+KNOWS_PROMPT = """\
+Here is what Atlaso's memory of {owner} holds about "{topic}" ({verdict}):
+
+{hits}
+
+Answer from it, and only from it. Trust a claim marked confident; say plainly when the memory
+disagrees with itself (conflict) instead of choosing a side, and treat the rest as single,
+unconfirmed observations. If nothing here answers it, say that the memory does not know."""
+
+
+def _prompts(server: MCPServer, box: _Toolbox) -> None:
+    owner_help = _owner_help(box.default_user)
+
+    @server.prompt(
+        name="settle_conflict",
+        title="Settle a conflict with the user",
+        description="Go through the owner's open conflicts with the person, one at a time, and record "
+        "which side holds in their words. " + owner_help,
+    )
+    async def settle_conflict(ctx: Context, user_id: str | None = None) -> str:
+        try:
+            handle = await box.user(user_id, ctx)
+            plan = conflicts_plan(handle.user_id, limit=10, dashboard=box.dashboard)
+            text, _ = await adrive(handle._memory, plan)
+        except AtlasoError as error:
+            raise ValueError(box.keys.teach(error, ctx)) from error
+        return SETTLE_PROMPT.format(owner=handle.user_id, conflicts=text)
+
+    @server.prompt(
+        name="what_memory_knows",
+        title="What the memory knows about …",
+        description="What the owner's memory holds about a topic, with its confidence and conflicts, "
+        "to answer from. " + owner_help,
+    )
+    async def what_memory_knows(topic: str, ctx: Context, user_id: str | None = None) -> str:
+        try:
+            handle = await box.user(user_id, ctx)
+            results = await handle.recall(topic, limit=20)
+        except AtlasoError as error:
+            raise ValueError(box.keys.teach(error, ctx)) from error
+        hits = "\n".join(recall_text(results).splitlines()[1:]) or "(nothing)"
+        return KNOWS_PROMPT.format(owner=handle.user_id, topic=topic, verdict=results.explain(), hits=hits)
 
 
 def build_server(
@@ -567,9 +820,17 @@ def build_server(
     for register in _TOOLS:
         register(box)
     # WARNING: on stdio, stderr is the host's log; every request at INFO would drown what matters.
-    return MCPServer(
-        name, instructions=_prose(INSTRUCTIONS), version=VERSION, log_level="WARNING", tools=box.tools
+    server = _AtlasoServer(
+        name,
+        instructions=prose(INSTRUCTIONS),
+        version=VERSION,
+        log_level="WARNING",
+        tools=box.tools,
+        default_user=default_user,
     )
+    _resources(server, box)
+    _prompts(server, box)
+    return server
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
@@ -603,10 +864,17 @@ def serve(*, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765
     """Run the server until the host closes it (stdio) or it is stopped (streamable HTTP)."""
     memory = AsyncMemory()
     if memory.settings.api_key is None:
-        print(
-            f"atlaso mcp: warning: {HOW_TO_GET_A_KEY}. Every tool will answer an error until then.",
-            file=sys.stderr,
-        )
+        if transport == "streamable-http":
+            print(
+                "atlaso mcp: no ATLASO_API_KEY: each caller must send its own key as "
+                "'Authorization: Bearer <key>'.",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"atlaso mcp: warning: {HOW_TO_GET_A_KEY}. Every tool will answer an error until then.",
+                file=sys.stderr,
+            )
     server = build_server(memory)
     if transport == "streamable-http":
         _serve_http(server, host, port)
