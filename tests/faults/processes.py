@@ -184,6 +184,8 @@ class Atlaso:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "ATLASO_VAR_DIR": str(self.folder / "var"),
             "LOG_LEVEL": "INFO",
+            # One metrics folder for the test's web workers and Celery worker, as serve gives them.
+            "PROMETHEUS_MULTIPROC_DIR": str(self.folder / "metrics"),
             **self.extra_env,
         }
 
@@ -215,6 +217,7 @@ class Atlaso:
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
         (self.folder / "var").mkdir(exist_ok=True)
+        (self.folder / "metrics").mkdir(exist_ok=True)
         with open(self.folder / f"{name}.log", "ab") as log:
             process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes[name] = process
