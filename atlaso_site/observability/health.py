@@ -108,7 +108,9 @@ def _database_answers() -> None:
 def _unapplied_migrations() -> dict[str, Any]:
     from django.db.migrations.recorder import MigrationRecorder
 
-    applied = set(MigrationRecorder(connections[DEFAULT_DB_ALIAS]).applied_migrations())
+    # The recorder's own table, read directly (its `applied_migrations` asks first whether the
+    # table exists: a second query each poll).
+    applied = set(MigrationRecorder.Migration.objects.values_list("app", "name"))
     unapplied = sorted(f"{app}.{name}" for app, name in _migrations_on_disk() - applied)
     return {"unapplied": unapplied, "failing": bool(unapplied)}
 

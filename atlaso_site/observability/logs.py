@@ -44,13 +44,13 @@ class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT, datefmt="%Y-%m-%d %H:%M:%S %z")
 
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         # "10:31:02,114 +0000": the milliseconds before the offset, not after it.
         stamp = super().formatTime(record, "%Y-%m-%d %H:%M:%S")
         offset = super().formatTime(record, "%z")
         return f"{stamp},{int(record.msecs):03d} {offset}"
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802
+    def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
         request_id = getattr(record, "request_id", None)
         return f"{line} [request_id={request_id}]" if request_id else line

@@ -16,6 +16,8 @@ outcome, a job's name, a status. No owner, user id or content is ever a label va
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import Counter, Gauge, Histogram
 
 from atlaso_site.lib.errors import GATE_REJECTED
@@ -33,6 +35,10 @@ COMMITTED = "committed"
 DUPLICATE = "duplicate"
 REFUSED = "refused"
 WRITE_OUTCOMES = (COMMITTED, DUPLICATE, GATE_REJECTED, REFUSED)
+
+# A folder named but not made yet is made: each series below opens its process's file there.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 REQUESTS = Counter(
     "atlaso_http_requests",

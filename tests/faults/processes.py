@@ -217,7 +217,6 @@ class Atlaso:
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
         (self.folder / "var").mkdir(exist_ok=True)
-        (self.folder / "metrics").mkdir(exist_ok=True)
         with open(self.folder / f"{name}.log", "ab") as log:
             process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes[name] = process
