@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from atlaso_site.observability.logs import RequestContext, formatter
+from atlaso_site.observability.middleware import Observed
 from tests.cast import make_login
 from tests.conftest import ApiClient
 
@@ -60,14 +61,19 @@ def test_a_pages_line_names_the_login(json_lines):
     assert (line["route"], line["login"], line["key"]) == ("owners/", "rita", None)
 
 
-def test_a_path_with_a_newline_is_logged_on_one_line(api: ApiClient, json_lines):
+def test_a_path_with_a_newline_is_logged_on_one_line(api: ApiClient):
     stream, handler = captured("text")
+    logging.getLogger("django.request").addHandler(handler)
     try:
-        api.get("/users/alice%0AERROR%20forged/recall?q=x")
+        api.get("/users/alice%0AERROR%20forged/recall?q=x")  # refused: Django's line
     finally:
+        logging.getLogger("django.request").removeHandler(handler)
         logging.getLogger("atlaso.access").removeHandler(handler)
     (text,) = stream.getvalue().splitlines()
-    assert "/users/alice%0AERROR%20forged/recall" in text and "[request_id=" in text
+    assert "[request_id=" in text
+    request = RequestFactory().get("/owners/alice%0AERROR%20forged/")
+    fields = Observed(request, "/static/").fields(200)  # an answered request's line
+    assert fields["path"] == "/owners/alice%0AERROR%20forged/"
 
 
 def test_the_settings_refuse_an_unknown_format():
@@ -80,3 +86,17 @@ def test_the_settings_refuse_an_unknown_format():
         timeout=60,
     )
     assert done.returncode != 0 and "LOG_FORMAT='xml' must be one of: text, json" in done.stderr
+
+
+def test_a_refused_request_is_one_line_with_the_same_fields(api: ApiClient):
+    stream, handler = captured("json")
+    logging.getLogger("django.request").addHandler(handler)
+    try:
+        api.get("/users/alice/deposits/00000000-0000-0000-0000-000000000000")
+    finally:
+        logging.getLogger("django.request").removeHandler(handler)
+        logging.getLogger("atlaso.access").removeHandler(handler)
+    line = only_line(stream)
+    assert (line["logger"], line["level"], line["status"]) == ("django.request", "WARNING", 404)
+    assert line["route"] == "api/v1/users/<user_id>/deposits/<deposit_id>" and line["key"] == "test agent-a"
+    assert "request" not in line and "status_code" not in line

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from atlaso_site.observability.context import current_request_id
@@ -25,14 +26,23 @@ JSON = "json"
 FORMATS = (TEXT, JSON)
 TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(name)s: %(message)s"
 JSON_FIELDS = "%(levelname)s %(name)s %(message)s"
+# Not written to a JSON line: what the record holds besides its fields (Django's request object
+# and status code, said as `status` and the request's own fields).
+NOT_FIELDS = (*RESERVED_ATTRS, "request", "status_code")
 
 
 class RequestContext(logging.Filter):
-    """Gives every record the request id of the work it was logged in (None outside any)."""
+    """Gives every record the request id of the work it was logged in (None outside any), and
+    a record Django logs about a request (its refusals, its 4xx and 5xx) that request's fields:
+    method, path, route, status, duration, key and login (`Observed.fields`, duck-typed here)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "request_id", None) is None:
             record.request_id = current_request_id()
+        observed = getattr(getattr(record, "request", None), "observed", None)
+        if observed is not None and getattr(record, "route", None) is None:
+            for name, value in observed.fields(getattr(record, "status_code", None)).items():
+                setattr(record, name, value)
         return True
 
 
@@ -62,6 +72,7 @@ def json_formatter() -> logging.Formatter:
         JSON_FIELDS,
         rename_fields={"levelname": "level", "name": "logger"},
         timestamp="time",
+        reserved_attrs=NOT_FIELDS,
         json_ensure_ascii=False,
     )
 

@@ -1,9 +1,15 @@
 """The first middleware: every request's id, count, time and log line, and the three
 operator endpoints answered before anything else runs.
 
+One line a request. A request answered below 400 gets the access line (`atlaso.access`); one
+answered 400 or more already gets Django's own line (`django.request`: the refusal with its
+reason, or "Not Found: /x"), which carries the same fields (method, route, status, duration,
+key, login: `Observed.fields`, added by the log filter), so it is not said twice.
+
 `/healthz`, `/readyz` and `/metrics` are answered here, ahead of the host check, the session
 and CSRF: a load balancer or Prometheus calls them by the machine's address, which need not
-be in `ALLOWED_HOSTS`, and a probe polled every second should cost only its own work.
+be in `ALLOWED_HOSTS`, and a probe polled every second should cost only its own work. They are
+logged only when they fail.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
@@ -20,12 +27,7 @@ from django.utils.functional import empty
 
 from atlaso_site.api import RECALL
 from atlaso_site.observability import metrics
-from atlaso_site.observability.context import (
-    HEADER,
-    META_KEY,
-    enter_request_id,
-    request_id_for,
-)
+from atlaso_site.observability.context import HEADER, META_KEY, enter_request_id, request_id_for
 from atlaso_site.observability.exposition import metrics as metrics_view
 from atlaso_site.observability.health import healthz, readyz
 
@@ -46,10 +48,51 @@ DEFAULT_RECALL_MODE = "words"
 PATH_SAFE = "/:@!$&'()*+,;=-._~%"
 
 
+class Observed:
+    """What the log lines of one request say about it (the log filter asks `fields`)."""
+
+    __slots__ = ("request", "route", "started", "static_prefix")
+
+    def __init__(self, request: HttpRequest, static_prefix: str) -> None:
+        self.request = request
+        self.started = time.perf_counter()
+        self.static_prefix = static_prefix
+        self.route: str | None = None
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def route_label(self) -> str:
+        """The route template this request matched (bounded: never its path)."""
+        if self.route is not None:
+            return self.route
+        request = self.request
+        match = request.resolver_match
+        if match is not None and match.route:
+            return match.route
+        if request.path_info.startswith(self.static_prefix):
+            return STATIC_ROUTE
+        return UNMATCHED_ROUTE
+
+    def fields(self, status: int | None) -> dict[str, Any]:
+        request = self.request
+        return {
+            "method": request.method,
+            # As sent on the wire: a decoded newline or control character would forge a line.
+            "path": quote(request.path, safe=PATH_SAFE),
+            "route": self.route_label(),
+            "status": status,
+            "duration_ms": round(self.seconds() * 1000, 1),
+            "key": getattr(getattr(request, "auth", None), "name", None),
+            "login": _login(request),
+            "remote_addr": request.META.get("REMOTE_ADDR"),
+        }
+
+
 class ObservedRequests:
     """Gives each request its id (kept from a sane `X-Request-ID`, else made) for its log lines,
     its error envelope and the jobs it starts; answers the operator endpoints; counts and times
-    the request by route template, method and status; logs one line for it."""
+    the request by route template, method and status; logs its line."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -62,14 +105,16 @@ class ObservedRequests:
         # Kept until the answer is written and closed (request_finished), not just until this
         # returns: Django logs a refusal after the middleware, and the server logs the write.
         enter_request_id(request_id)
-        started = time.perf_counter()
+        observed = request.observed = Observed(request, self.static_prefix)  # type: ignore[attr-defined]
         operator_view = OPERATOR_VIEWS.get(request.path_info)
         if operator_view is not None and (self.measuring or operator_view is not metrics_view):
+            observed.route = request.path_info.lstrip("/")
             response = operator_view(request)
-            # Its line is the one below, when it failed: a probe polled every second during an
-            # outage is not also Django's error a second.
+            # Logged below when it failed, as a warning: a probe polled every second during an
+            # outage is not also Django's error every second.
             response._has_been_logged = True  # type: ignore[attr-defined]
-            route = request.path_info.lstrip("/")
+            if response.status_code >= 400:
+                _log(logging.WARNING, observed, response.status_code)
         else:
             if self.measuring:
                 metrics.IN_PROGRESS.inc()
@@ -78,63 +123,43 @@ class ObservedRequests:
             finally:
                 if self.measuring:
                     metrics.IN_PROGRESS.dec()
-            route = self._route(request)
-        seconds = time.perf_counter() - started
+            if response.status_code < 400:
+                _log(logging.INFO, observed, response.status_code)
         response[HEADER] = request_id
         if self.measuring:
-            self._count(request, response, route, seconds)
-        if operator_view is None or response.status_code >= 400:
-            _log(request, response, route, seconds)
+            _count(request, response, observed)
         return response
 
-    def _route(self, request: HttpRequest) -> str:
-        match = request.resolver_match
-        if match is not None and match.route:
-            return match.route
-        if request.path_info.startswith(self.static_prefix):
-            return STATIC_ROUTE
-        return UNMATCHED_ROUTE
 
-    def _count(self, request: HttpRequest, response: HttpResponse, route: str, seconds: float) -> None:
-        method = metrics.method_label(request.method)
-        metrics.REQUESTS.labels(route=route, method=method, status=str(response.status_code)).inc()
-        metrics.REQUEST_SECONDS.labels(route=route, method=method).observe(seconds)
-        outcomes = getattr(request, "write_outcomes", None)
-        if outcomes:
-            metrics.count_writes(outcomes)
-        match = request.resolver_match
-        if match is not None and match.url_name == RECALL and response.status_code == 200:
-            mode = getattr(request, "recall_mode", DEFAULT_RECALL_MODE)
-            metrics.RECALL_SECONDS.labels(mode=mode).observe(seconds)
+def _count(request: HttpRequest, response: HttpResponse, observed: Observed) -> None:
+    route, seconds = observed.route_label(), observed.seconds()
+    method = metrics.method_label(request.method)
+    metrics.REQUESTS.labels(route=route, method=method, status=str(response.status_code)).inc()
+    metrics.REQUEST_SECONDS.labels(route=route, method=method).observe(seconds)
+    outcomes = getattr(request, "write_outcomes", None)
+    if outcomes:
+        metrics.count_writes(outcomes)
+    match = request.resolver_match
+    if match is not None and match.url_name == RECALL and response.status_code == 200:
+        mode = getattr(request, "recall_mode", DEFAULT_RECALL_MODE)
+        metrics.RECALL_SECONDS.labels(mode=mode).observe(seconds)
 
 
-def _log(request: HttpRequest, response: HttpResponse, route: str, seconds: float) -> None:
-    """The request's one line: what was asked, how it ended, how long it took, and by whom."""
-    status = response.status_code
-    duration_ms = round(seconds * 1000, 1)
-    # As sent on the wire: a decoded newline or control character would forge a line of its own.
-    path = quote(request.path, safe=PATH_SAFE)
-    key = getattr(getattr(request, "auth", None), "name", None)
-    login = _login(request)
-    who = f" key={key}" if key else (f" login={login}" if login else "")
+def _log(level: int, observed: Observed, status: int) -> None:
+    """The request's line: what was asked, how it ended, how long it took, and by whom."""
+    fields = observed.fields(status)
+    who = (
+        f" key={fields['key']}" if fields["key"] else (f" login={fields['login']}" if fields["login"] else "")
+    )
     access_log.log(
-        logging.WARNING if status >= 500 else logging.INFO,
+        level,
         "%s %s %s %.1f ms%s",
-        request.method,
-        path,
+        fields["method"],
+        fields["path"],
         status,
-        duration_ms,
+        fields["duration_ms"],
         who,
-        extra={
-            "method": request.method,
-            "path": path,
-            "route": route,
-            "status": status,
-            "duration_ms": duration_ms,
-            "key": key,
-            "login": login,
-            "remote_addr": request.META.get("REMOTE_ADDR"),
-        },
+        extra=fields,
     )
 
 
