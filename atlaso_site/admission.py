@@ -23,6 +23,11 @@ from ninja.operation import Operation, PathView
 from atlaso_site.access.api_keys import BodyAllowance, MiB, api_body_allowance
 from atlaso_site.api import api
 
+# The environ key by which the web worker (atlaso_site.serving) tells the application that it
+# left a request's body unread: refused before its body, the request must not be taken for one
+# with an empty body (a database back between the server's check of its key and the
+# application's would otherwise admit it with none).
+BODY_UNREAD = "atlaso.body_unread"
 API_PREFIX = "/api/"
 DOCS_PATH = API_PREFIX + "v1" + (api.docs_url or "/docs")
 # A login form: a CSRF token, a name, a password and where to go next.

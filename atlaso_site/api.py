@@ -254,8 +254,13 @@ def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpRespo
 @api.exception_handler(psycopg.InterfaceError)
 def on_database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.warning("database unavailable: %s", exc)
-    response = render(request, AtlasoError(UNAVAILABLE, "the database is unavailable; retry later"))
-    response["Retry-After"] = "5"
+    return unavailable(request, "the database is unavailable")
+
+
+def unavailable(request: HttpRequest, why: str, *, retry_after: int = 5) -> HttpResponse:
+    """503 unavailable with Retry-After: nothing was done; the same request may be sent again."""
+    response = render(request, AtlasoError(UNAVAILABLE, f"{why}; retry later"))
+    response["Retry-After"] = str(retry_after)
     return response
 
 

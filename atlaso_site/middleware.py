@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.log import log_response
 
 from atlaso_site.access.roles import refused
-from atlaso_site.admission import admit, body_allowance, is_admitted, is_api
-from atlaso_site.api import envelope, too_large
+from atlaso_site.admission import BODY_UNREAD, admit, body_allowance, is_admitted, is_api
+from atlaso_site.api import envelope, too_large, unavailable
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
@@ -85,8 +85,9 @@ class ApiErrorEnvelopeMiddleware:
         refusal = admit(request)
         if refusal is not None:
             return refusal
-        if is_admitted(request) and _content_length(request) > body_allowance(request).bytes:
-            return too_large(request)
+        refusal = _refused_body(request)
+        if refusal is not None:
+            return refusal
         refusal = _refused_line(request)
         if refusal is not None:
             field, message = refusal
@@ -112,6 +113,20 @@ class ApiErrorEnvelopeMiddleware:
                 answer["Allow"] = response["Allow"]
             return answer
         return response
+
+
+def _refused_body(request: HttpRequest) -> HttpResponse | None:
+    """An admitted API request's refusal for its body, before it is read: announced over its
+    operation's limit (413), or left unread by the server (503); None when it may be read."""
+    if not is_admitted(request):
+        return None
+    if _content_length(request) > body_allowance(request).bytes:
+        return too_large(request)
+    if request.META.get(BODY_UNREAD):
+        # The server refused it before its body (the database was away), and the key is
+        # admitted now: the body was never read, so the request cannot be answered as sent.
+        return unavailable(request, "this request's key could not be checked before its body arrived")
+    return None
 
 
 class _ChunkedInput:

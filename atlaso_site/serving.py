@@ -33,6 +33,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any, BinaryIO
 
 import gevent
@@ -50,6 +51,8 @@ IN_MEMORY_BODY = 1024 * 1024
 READ_CHUNK = 64 * 1024
 # An answer is written in pieces of this size, each within WEB_SEND_TIMEOUT.
 WRITE_PIECE = 64 * 1024
+# Whether the request being answered had its body left unread (atlaso_site.admission.BODY_UNREAD).
+_body_unread: ContextVar[bool] = ContextVar("atlaso_body_unread", default=False)
 # How long, and how much, an unread body is discarded after its refusal has been sent.
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 64 * 1024 * 1024
@@ -179,6 +182,7 @@ class AtlasoWorker(GeventWorker):
             raise StopIteration()
         seconds = _setting("WEB_SEND_TIMEOUT")
         sock.settimeout(seconds)
+        _body_unread.set(unread)  # a body was announced (or chunked), and left unread
         try:
             return super().handle_request(listener_name, req, sock, addr)
         except TimeoutError:
@@ -198,9 +202,13 @@ class AtlasoWorker(GeventWorker):
         written unless the answer is streamed (then when it ends)."""
         from django.db import close_old_connections
 
+        from atlaso_site.admission import BODY_UNREAD
+
         slot = self.admission
 
         def serve(environ: dict[str, Any], start_response: Any) -> Any:
+            if _body_unread.get():
+                environ[BODY_UNREAD] = True
             slot.acquire()
             try:
                 response = app(environ, start_response)

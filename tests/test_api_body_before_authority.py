@@ -11,6 +11,7 @@ import tracemalloc
 
 import pytest
 
+from atlaso_site.admission import BODY_UNREAD
 from deposits.models import Deposit
 from tests.conftest import ApiClient, make_client
 
@@ -156,3 +157,18 @@ def test_a_body_over_a_single_claims_limit_is_413_naming_that_limit(api):
     body = json.dumps({"content": "x" * (1024 * 1024)})
     error = error_of(api.post("/users/alice/deposits", raw=body), 413, "payload_too_large")
     assert error["limit"] == 1024 * 1024
+
+
+def test_a_request_admitted_only_after_the_server_left_its_body_unread_is_503_not_an_empty_body(api):
+    """The server refused it unread (its database was away); by the application's turn the key is
+    admitted: the body never came, so the answer is retry, never `body is required`."""
+    answer = api.client.post(
+        "/api/v1/users/alice/deposits",
+        data=json.dumps({"content": "sent, never read"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {api.secret}",
+        **{BODY_UNREAD: True},
+    )
+    assert answer.status_code == 503 and answer["Retry-After"] == "5"
+    assert answer.json()["error"]["code"] == "unavailable"
+    assert not Deposit.objects.exists()

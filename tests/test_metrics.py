@@ -5,9 +5,18 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
 import pytest
 from django.test import Client, override_settings
+from django.utils import timezone
 
+from atlaso_site.job_runs.services import process_beat
 from tests.conftest import ApiClient, make_client
 from tests.scrape import moved, samples, series
 
@@ -47,7 +56,7 @@ def test_with_a_token_set_only_the_token_reads_it_wherever_it_comes_from():
             assert refused["WWW-Authenticate"].startswith("Bearer")
             assert b"atlaso_" not in refused.content
     text = scrape(REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
-    assert series("atlaso_database_up") in text
+    assert series("atlaso_readiness_check", check="database") in text
 
 
 def test_writes_are_counted_by_outcome_and_recalls_timed_each_once(api: ApiClient):
@@ -118,3 +127,41 @@ def test_a_failed_login_is_counted():
 def test_switched_off_there_is_no_metrics_endpoint():
     assert Client().get("/metrics").status_code == 404
     assert Client().get("/healthz").status_code == 200
+
+
+def test_the_readiness_checks_are_series_too_so_prometheus_alone_can_alert_on_them():
+    text = scrape()
+    assert text[series("atlaso_ready")] == 0  # no worker or beat has beaten here
+    assert text[series("atlaso_readiness_check", check="database")] == 1
+    assert text[series("atlaso_readiness_check", check="worker")] == 0
+    process_beat(role="worker", node="celery@a", at=timezone.now())
+    assert scrape()[series("atlaso_readiness_check", check="worker")] == 1
+
+
+def test_a_worker_only_machines_figures_are_served_by_the_exporter(tmp_path):
+    """Two processes count job runs into one folder; the exporter serves their sum."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    count = "from atlaso_site.observability.metrics import count_job_run; count_job_run('verify_beliefs', 'failed')"
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", count], env=env, check=True, timeout=60)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = subprocess.Popen(
+        [sys.executable, "-m", "atlaso_site.observability.exporter", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and exporter.poll() is None
+                time.sleep(0.1)
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=10)
+    assert samples(text)[series("atlaso_job_runs_finished_total", job="verify_beliefs", status="failed")] == 2

@@ -5,9 +5,10 @@ otherwise, from any address); without it only loopback may read (403 from elsewh
 proxy on the same host must then not pass `/metrics` through, or a token must be set.
 
 A scrape sums every process's figures from the multiprocess folder (see `metrics`) and adds
-what the database holds now: open conflicts and the oldest one's age, each job's last
-success, the runs not finished by status. A database that cannot be read costs those series
-alone (`atlaso_database_up` 0), not the scrape.
+the readiness checks of `/readyz` (`atlaso_ready`, `atlaso_readiness_check`) and what the
+database holds now: open conflicts and the oldest one's age, each job's last success, the runs
+not finished by status. A database that cannot be read costs those series alone, not the
+scrape.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from atlaso_site.job_runs.selectors import job_last_successes, job_runs_unfinished
+from atlaso_site.observability.health import OK, readiness
 from deposits.selectors.owners import open_conflicts_now
 
 logger = logging.getLogger(__name__)
@@ -86,21 +88,29 @@ def exposition() -> bytes:
 
 
 class StoreCollector(Collector):
-    """What the database holds now, read at each scrape: four small queries."""
+    """What the deployment is now, read at each scrape: `/readyz`'s checks (so Prometheus alone
+    can alert on readiness), then, when the database answered, what it holds."""
 
     def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily(
-            "atlaso_database_up", "1 when this scrape could read the database's figures, else 0."
+        checks = readiness()
+        ready = GaugeMetricFamily("atlaso_ready", "1 when every readiness check passes (as /readyz), else 0.")
+        ready.add_metric([], float(all(check.state == OK for check in checks.values())))
+        yield ready
+        each = GaugeMetricFamily(
+            "atlaso_readiness_check",
+            "1 when the readiness check passes, else 0 (as /readyz).",
+            labels=["check"],
         )
+        for name, check in checks.items():
+            each.add_metric([name], float(check.state == OK))
+        yield each
+        if checks["database"].state != OK:
+            return
         try:
             figures = list(_store_figures())
-        except Exception as error:  # the database is away: the processes' figures still go out
+        except Exception as error:  # the database went away meanwhile: the rest still goes out
             logger.warning("metrics: the database's figures could not be read (%s)", type(error).__name__)
-            up.add_metric([], 0)
-            yield up
             return
-        up.add_metric([], 1)
-        yield up
         yield from figures
 
 
