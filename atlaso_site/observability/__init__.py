@@ -9,8 +9,12 @@
 - `middleware`: the one middleware that gives every response its `X-Request-ID`, counts and
   times it, and logs it;
 - `tasks`: the same for Celery (the id carried in the message, the worker's heartbeat);
+- `login_failures`: failed logins, counted;
 - `tracing`: OpenTelemetry, imported only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set;
-- `gunicorn_conf`: the web server's hooks (the metrics folder, dead workers, JSON logs).
+- `gunicorn_conf`: the web server's hooks (the metrics folder, dead workers, JSON logs);
+- `exporter`: the figures of a machine with Celery workers and no web process.
 
-`context` and `metrics` import no app, so the kernel apps (job runs) can count with them.
+`context`, `logs`, `metrics`, `gunicorn_conf` and `exporter` import no Django and no app
+(pyproject's import contract `observability-bare`): gunicorn's master and the job-run record
+use them.
 """

@@ -207,7 +207,8 @@ def test_readyz_fails_within_a_poll_of_each_outage_and_recovers_when_it_ends(
 
     redis.kill()
     _, body, down = poll_readiness(atlaso, lambda s: s == 503, timeout=2)
-    assert failing(body) == {"broker"}, body
+    # (beat may miss a tick too, if it tried to send a task meanwhile)
+    assert "broker" in failing(body) and not {"database", "worker"} & failing(body), body
     redis.start()
     _, _, up = poll_readiness(atlaso, lambda s: s == 200, timeout=20)
     took["Redis killed"] = (down, up)
