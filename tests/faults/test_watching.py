@@ -163,10 +163,13 @@ def test_metrics_move_by_exactly_what_was_done_summed_over_two_web_workers_and_t
 
 
 def poll_readiness(
-    atlaso: Atlaso, until: Callable[[int], bool], *, timeout: float
+    atlaso: Atlaso, until: Callable[[int], bool], *, timeout: float, times: int = 1
 ) -> tuple[int, dict, float]:
-    """Poll /readyz once a second until its status satisfies `until`; the status, body and seconds."""
+    """Poll /readyz once a second until its status satisfies `until` `times` polls in a row;
+    the status, body and seconds until the first of those polls."""
     started = time.monotonic()
+    run_began: float | None = None
+    run = 0
     while True:
         polled = time.monotonic()
         try:
@@ -174,7 +177,12 @@ def poll_readiness(
         except OSError:
             status, body = 0, b"{}"
         if until(status):
-            return status, json.loads(body), time.monotonic() - started
+            run_began = polled if run == 0 else run_began
+            run += 1
+            if run >= times:
+                return status, json.loads(body), run_began - started
+        else:
+            run = 0
         assert time.monotonic() - started < timeout, f"/readyz stayed {status}: {body[:800]!r}"
         time.sleep(max(0.0, 1.0 - (time.monotonic() - polled)))
 
@@ -192,7 +200,7 @@ def test_readyz_fails_within_a_poll_of_each_outage_and_recovers_when_it_ends(
     atlaso.start_web()
     atlaso.start_worker()
     atlaso.start_beat()
-    _, body, _ = poll_readiness(atlaso, lambda s: s == 200, timeout=30)
+    _, body, _ = poll_readiness(atlaso, lambda s: s == 200, timeout=30, times=3)
     assert failing(body) == set()
     took: dict[str, tuple[float, float]] = {}
 
@@ -202,7 +210,9 @@ def test_readyz_fails_within_a_poll_of_each_outage_and_recovers_when_it_ends(
         assert {"database", "migrations", "worker", "beat"} <= failing(body) and "broker" not in failing(body)
     finally:
         cluster.start()
-    _, body, up = poll_readiness(atlaso, lambda s: s == 200, timeout=20)
+    # Back when eight polls in a row say so: either web worker may answer a poll, and each
+    # worker's pool reconnects on its own.
+    _, body, up = poll_readiness(atlaso, lambda s: s == 200, timeout=30, times=8)
     took["PostgreSQL stopped"] = (down, up)
 
     redis.kill()
@@ -210,7 +220,7 @@ def test_readyz_fails_within_a_poll_of_each_outage_and_recovers_when_it_ends(
     # (beat may miss a tick too, if it tried to send a task meanwhile)
     assert "broker" in failing(body) and not {"database", "worker"} & failing(body), body
     redis.start()
-    _, _, up = poll_readiness(atlaso, lambda s: s == 200, timeout=20)
+    _, _, up = poll_readiness(atlaso, lambda s: s == 200, timeout=30, times=5)
     took["Redis killed"] = (down, up)
 
     atlaso.kill("worker")
@@ -218,10 +228,12 @@ def test_readyz_fails_within_a_poll_of_each_outage_and_recovers_when_it_ends(
     assert failing(body) == {"worker"}, body
     assert body["checks"]["worker"]["error"].startswith("last heartbeat")
     atlaso.start_worker()
-    _, _, up = poll_readiness(atlaso, lambda s: s == 200, timeout=20)
+    _, _, up = poll_readiness(atlaso, lambda s: s == 200, timeout=30, times=5)
     took["worker killed"] = (down, up)
     with capsys.disabled():
-        print("\n[readyz] outage: seconds to 503, then to 200 once it ended")
+        print(
+            "\n[readyz] outage: seconds to the first 503; once it ended, to the first of 8 (PostgreSQL) or 5 200s in a row"
+        )
         for what, (down, up) in took.items():
             print(f"  {what:<20} {down:5.1f} s   {up:5.1f} s")
 
