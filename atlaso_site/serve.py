@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlaso_site.settings import VAR_DIR, WEB_CONNECTIONS, WEB_HEADER_TIMEOUT, WEB_THREADS, WEB_WORKERS
+from atlaso_site.settings import (
+    LOG_FORMAT,
+    VAR_DIR,
+    WEB_CONNECTIONS,
+    WEB_HEADER_TIMEOUT,
+    WEB_THREADS,
+    WEB_WORKERS,
+)
 
 # The longest request line gunicorn accepts: its maximum (a larger value is cut to this). A
 # finite limit refuses a 10 MB line after its first 8 KB (414) instead of reading it in
@@ -34,6 +41,9 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     for folder in ("celery-queue", "celery-processed"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
+    # With JSON logs, Celery's start-up banner (printed, not logged) is left out: every line out
+    # is then a JSON object.
+    celery = [python, "-m", "celery", "-A", "atlaso_site", *(["--quiet"] if LOG_FORMAT == "json" else [])]
     return {
         # gevent's worker, bounded against slow clients (atlaso_site/serving.py): WEB_THREADS
         # requests at once per worker, as many as gthread's threads were (measured in
@@ -52,9 +62,8 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
                 # host would take over the first's and remove it as it stopped; the supervisor
                 # below restarts and stops gunicorn, so none is opened.
                 "--no-control-socket"],
-        "worker": [python, "-m", "celery", "-A", "atlaso_site", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        "beat": [python, "-m", "celery", "-A", "atlaso_site", "beat", "--loglevel", "INFO",
-                 "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
+        "worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        "beat": [*celery, "beat", "--loglevel", "INFO", "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
     }  # fmt: skip
 
 
