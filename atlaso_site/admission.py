@@ -23,6 +23,11 @@ from ninja.operation import Operation, PathView
 from atlaso_site.access.api_keys import BodyAllowance, MiB, api_body_allowance
 from atlaso_site.api import api
 
+# The environ key by which the web worker (atlaso_site.serving) tells the application that it
+# left a request's body unread: refused before its body, the request must not be taken for one
+# with an empty body (a database back between the server's check of its key and the
+# application's would otherwise admit it with none).
+BODY_UNREAD = "atlaso.body_unread"
 API_PREFIX = "/api/"
 # The environ key by which the server (atlaso_site/serving.py) says it left a body unread.
 BODY_UNREAD = "atlaso.body_unread"

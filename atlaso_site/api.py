@@ -18,6 +18,7 @@ from atlaso_site.access.api_keys import ANY_KEY, api_body_allowance
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
+    GATE_REJECTED,
     INTERNAL_ERROR,
     NOT_FOUND,
     PAYLOAD_TOO_LARGE,
@@ -29,9 +30,12 @@ from atlaso_site.lib.errors import (
 )
 from atlaso_site.lib.json_shape import members_over
 from atlaso_site.lib.text import first_unstorable
+from atlaso_site.observability.context import current_request_id
+from atlaso_site.observability.metrics import COMMITTED, DUPLICATE, REFUSED
 from beliefs.api import router as beliefs_router
-from deposits.api import add_deposits_bulk
+from deposits.api import add_deposit, add_deposits_bulk, contradict
 from deposits.api import router as deposits_router
+from deposits.api_recall import recall_deposits
 from deposits.api_recall import router as recall_router
 from deposits.domain.types import ENUMS
 from deposits.domain.validation import enum_message
@@ -44,6 +48,11 @@ logger = logging.getLogger(__name__)
 # one item fails that item (the deposit validation reports it in the bulk's `failed`), not the
 # whole request. Keyed by the operation's URL name (its function's name), valued by the list.
 PER_ITEM_BODIES = {add_deposits_bulk.__name__: "items"}
+# The operations that write deposits, by URL name: their answers are counted by outcome.
+SINGLE_WRITES = frozenset({add_deposit.__name__, contradict.__name__})
+BULK_WRITES = frozenset({add_deposits_bulk.__name__})
+# Recall's URL name: its time is measured apart, by ranking mode.
+RECALL = recall_deposits.__name__
 
 
 class TextCheckingParser(Parser):
@@ -77,7 +86,49 @@ class TextCheckingParser(Parser):
         return data
 
 
-api = NinjaAPI(
+def write_outcomes(url_name: str, status: int, data: Any) -> dict[str, int]:
+    """How many deposits a write operation's answer committed, replayed, refused at the gate or
+    refused otherwise ({} for any other operation, or a write that failed on our side: 5xx)."""
+    if url_name in BULK_WRITES and status == 200:
+        outcomes = {COMMITTED: len(data["committed"]), DUPLICATE: len(data["duplicates"])}
+        for failure in data["failed"]:
+            outcome = _refusal(failure["error"]["code"])
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        return outcomes
+    if url_name not in SINGLE_WRITES and url_name not in BULK_WRITES:
+        return {}
+    if status in (200, 201) and url_name in SINGLE_WRITES:
+        return {DUPLICATE if data.get("is_idempotent_replay") else COMMITTED: 1}
+    if 400 <= status < 500:
+        return {_refusal(data["error"]["code"]): 1}
+    return {}
+
+
+def _refusal(code: str) -> str:
+    return GATE_REJECTED if code == GATE_REJECTED else REFUSED
+
+
+class AtlasoAPI(NinjaAPI):
+    """NinjaAPI that notes, on the request, what a write operation's answer did with its
+    deposits: the middleware counts it once the request is answered (a request judged ahead
+    of its body by the server is answered again by the application, and counted only then)."""
+
+    def create_response(
+        self,
+        request: HttpRequest,
+        data: Any,
+        *,
+        status: int | None = None,
+        temporal_response: HttpResponse | None = None,
+    ) -> HttpResponse:
+        response = super().create_response(request, data, status=status, temporal_response=temporal_response)
+        match = request.resolver_match
+        if match is not None and isinstance(data, dict):
+            request.write_outcomes = write_outcomes(match.url_name or "", response.status_code, data)  # type: ignore[attr-defined]
+        return response
+
+
+api = AtlasoAPI(
     title="Atlaso API",
     version="1",
     description="Typed, immutable memory for AI agents: deposits, recall with conflict flags, "
@@ -98,7 +149,11 @@ _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
 
 
 def envelope(code: str, message: str, **details: Any) -> dict[str, Any]:
-    """The one error shape: `{"kind": "error", "error": {"code", "message", ...details}}`."""
+    """The one error shape: `{"kind": "error", "error": {"code", "message", ...details, "request_id"}}`,
+    `request_id` being the request's (its `X-Request-ID`), so a client can quote it."""
+    request_id = current_request_id()
+    if request_id is not None:
+        details = {**details, "request_id": request_id}
     return {"kind": "error", "error": {"code": code, "message": message, **details}}
 
 
@@ -199,8 +254,13 @@ def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpRespo
 @api.exception_handler(psycopg.InterfaceError)
 def on_database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.warning("database unavailable: %s", exc)
-    response = render(request, AtlasoError(UNAVAILABLE, "the database is unavailable; retry later"))
-    response["Retry-After"] = "5"
+    return unavailable(request, "the database is unavailable")
+
+
+def unavailable(request: HttpRequest, why: str, *, retry_after: int = 5) -> HttpResponse:
+    """503 unavailable with Retry-After: nothing was done; the same request may be sent again."""
+    response = render(request, AtlasoError(UNAVAILABLE, f"{why}; retry later"))
+    response["Retry-After"] = str(retry_after)
     return response
 
 

@@ -1,4 +1,5 @@
-"""The project package as an app: it loads the Celery app once Django is set up."""
+"""The project package as an app: it loads the Celery app once Django is set up, and starts
+tracing when OpenTelemetry's variables ask for it."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ class SiteConfig(AppConfig):
         # Every process that sends a task (web, commands, tests) must configure this app first,
         # or @shared_task would fall back to Celery's default app and its default broker.
         from atlaso_site import celery  # noqa: F401
+        from atlaso_site.observability import login_failures
+        from atlaso_site.observability.tracing import wanted
+
+        login_failures.connect()
+        if wanted():
+            from atlaso_site.observability import tracing
+
+            tracing.start()

@@ -1,4 +1,5 @@
-"""The Celery app: broker and beat schedule come from settings (CELERY_*)."""
+"""The Celery app: broker and beat schedule come from settings (CELERY_*); the request id,
+heartbeats and logging of `atlaso_site.observability.tasks` in every process that loads it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import os
 
 from celery import Celery
 
+from atlaso_site.observability import tasks as observed
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "atlaso_site.settings")
 
 app = Celery("atlaso")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.steps["worker"].add(observed.WorkerHeartbeat)

@@ -17,7 +17,7 @@ from django.utils.log import log_response
 
 from atlaso_site.access.roles import refused
 from atlaso_site.admission import BODY_UNREAD, admit, body_allowance, is_admitted, is_api
-from atlaso_site.api import envelope, too_large
+from atlaso_site.api import envelope, too_large, unavailable
 from atlaso_site.lib.errors import (
     ERROR_STATUS,
     FORBIDDEN,
@@ -26,7 +26,6 @@ from atlaso_site.lib.errors import (
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     UNAUTHORIZED,
-    UNAVAILABLE,
     VALIDATION_ERROR,
 )
 from atlaso_site.lib.text import unstorable
@@ -123,11 +122,7 @@ def _refused_before_the_line(request: HttpRequest) -> HttpResponse | None:
     if request.META.get(BODY_UNREAD) and _sends_a_body(request):
         # The server refused this request before its body (the database was down, the key not
         # yet made) and left the body unread; admitted now, it must be sent again.
-        return JsonResponse(
-            envelope(UNAVAILABLE, "this request was refused before its body was read; send it again"),
-            status=ERROR_STATUS[UNAVAILABLE],
-            headers={"Retry-After": "1"},
-        )
+        return unavailable(request, "this request was refused before its body was read", retry_after=1)
     return None
 
 

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlaso_site.settings import VAR_DIR, WEB_CONNECTIONS, WEB_HEADER_TIMEOUT, WEB_THREADS, WEB_WORKERS
+from atlaso_site.settings import (
+    VAR_DIR,
+    WEB_CONNECTIONS,
+    WEB_HEADER_TIMEOUT,
+    WEB_THREADS,
+    WEB_WORKERS,
+)
 
 # The longest request line gunicorn accepts: its maximum (a larger value is cut to this). A
 # finite limit refuses a 10 MB line after its first 8 KB (414) instead of reading it in
@@ -34,6 +40,10 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     for folder in ("celery-queue", "celery-processed"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
+    # --quiet: no banner (a page of ASCII art, the configuration and the task list on every
+    # start, printed, not logged); the log lines, warnings and errors are as INFO has them, so
+    # with JSON logs every line out is a JSON object.
+    celery = [python, "-m", "celery", "-A", "atlaso_site", "--quiet"]
     return {
         # gevent's worker, bounded against slow clients (atlaso_site/serving.py): WEB_THREADS
         # requests at once per worker, as many as gthread's threads were (measured in
@@ -42,18 +52,18 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
                 "--worker-class", "atlaso_site.serving.AtlasoWorker", "--workers", str(WEB_WORKERS),
                 "--threads", str(WEB_THREADS), "--worker-connections", str(WEB_CONNECTIONS),
                 "--keep-alive", str(WEB_HEADER_TIMEOUT),
-                "--access-logfile", "-", "--graceful-timeout", "5",
+                # The metrics folder, dead workers' live figures, JSON log lines; each request's
+                # line comes from the application (atlaso.access: route, key, request id), so
+                # gunicorn's access log is off.
+                "--config", "python:atlaso_site.observability.gunicorn_conf",
+                "--graceful-timeout", "5",
                 "--limit-request-line", str(LIMIT_REQUEST_LINE),
                 # gunicorn's control socket sits at one path per user, so a second server on the
                 # host would take over the first's and remove it as it stopped; the supervisor
                 # below restarts and stops gunicorn, so none is opened.
                 "--no-control-socket"],
-        # --quiet: no banner (a page of ASCII art, the configuration and the task list on every
-        # start); the log lines, warnings and errors are as INFO has them.
-        "worker": [python, "-m", "celery", "-A", "atlaso_site", "--quiet", "worker", "--loglevel", "INFO",
-                   "--concurrency", "2"],
-        "beat": [python, "-m", "celery", "-A", "atlaso_site", "--quiet", "beat", "--loglevel", "INFO",
-                 "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
+        "worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        "beat": [*celery, "beat", "--loglevel", "INFO", "--schedule", str(Path(VAR_DIR) / "celerybeat-schedule")],
     }  # fmt: skip
 
 
@@ -186,11 +196,25 @@ class Supervisor:
             child.process.wait(timeout=10)
 
 
+def metrics_folder(port: int) -> Path:
+    """The folder the web workers and the Celery worker of this instance write their metrics to
+    (PROMETHEUS_MULTIPROC_DIR, else one per port under var/), emptied: the figures of a
+    previous run are not this run's."""
+    named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(named) if named else Path(VAR_DIR) / "metrics" / str(port)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink()
+    return folder
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
+    # Before any child starts: each inherits it, so /metrics sums the web workers and the worker.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_folder(args.port))
     supervisor = Supervisor(commands(args.host, args.port))
     print(f"\nAtlaso is starting: open http://{args.host}:{args.port}/ "
           f"(API docs at http://{args.host}:{args.port}/api/v1/docs). Ctrl-C stops everything.\n", flush=True)  # fmt: skip

@@ -44,6 +44,7 @@ from gunicorn.http.body import Body
 from gunicorn.workers.ggevent import GeventWorker
 
 from atlaso_site.lib.errors import VALIDATION_ERROR
+from atlaso_site.observability.context import HEADER, request_id_for
 
 # A body up to this size is held in memory while it is read; a larger one goes to a temporary file.
 IN_MEMORY_BODY = 1024 * 1024
@@ -69,16 +70,24 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
 )
 
 
-def error_answer(status: int, reason: str, field: str, message: str) -> bytes:
-    """A whole HTTP response carrying the API's error envelope; the connection closes after it."""
-    body = json.dumps(
-        {"kind": "error", "error": {"code": VALIDATION_ERROR, "message": message, "field": field}}
-    ).encode()
+def error_answer(status: int, reason: str, field: str, message: str, request_id: str) -> bytes:
+    """A whole HTTP response carrying the API's error envelope and the request's id; the
+    connection closes after it."""
+    error = {"code": VALIDATION_ERROR, "message": message, "field": field, "request_id": request_id}
+    body = json.dumps({"kind": "error", "error": error}).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
+        f"{HEADER}: {request_id}\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
+
+
+def sent_request_id(req: Any) -> str:
+    """The id of a request answered here, before the application: the one it sent when sane
+    (its headers may not have been read: then a new one)."""
+    headers = getattr(req, "headers", None) or ()
+    sent = next((value for name, value in headers if name.upper() == HEADER.upper()), None)
+    return request_id_for(sent)
 
 
 def _setting(name: str) -> Any:
@@ -275,7 +284,9 @@ class AtlasoWorker(GeventWorker):
         except gevent.Timeout:
             spool.close()
             message = f"the request body did not arrive within {seconds} s"
-            self._send(sock, error_answer(408, "Request Timeout", "body", message))
+            # Not logged: a flood of slow clients would be a line each.
+            answer = error_answer(408, "Request Timeout", "body", message, sent_request_id(req))
+            self._send(sock, answer)
             return False
         if announced is not None and read < announced:
             spool.close()
@@ -287,8 +298,11 @@ class AtlasoWorker(GeventWorker):
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         for kind, status, reason, field in _REFUSALS:
             if isinstance(exc, kind):
-                self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
-                self._send(client, error_answer(status, reason, field, _message(status, exc)))
+                request_id = sent_request_id(req)
+                self.log.warning(
+                    "Invalid request from ip=%s: %s [request_id=%s]", (addr or ("",))[0], exc, request_id
+                )
+                self._send(client, error_answer(status, reason, field, _message(status, exc), request_id))
                 return
         super().handle_error(req, client, addr, exc)
 

@@ -10,6 +10,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from atlaso_site.observability.logs import FORMATS, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ATLASO_VAR_DIR", BASE_DIR / "var"))
 
@@ -49,6 +51,16 @@ def env_int(name: str, default: int, *, low: int, high: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number") from None
     if not low <= value <= high:
         raise ImproperlyConfigured(f"{name}={raw!r} must lie in [{low}, {high}]")
+    return value
+
+
+def env_choice(name: str, default: str, *, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be one of: {', '.join(choices)}")
     return value
 
 
@@ -191,6 +203,9 @@ if ATLASO_BENCH:
     INSTALLED_APPS.append("atlaso_site.bench")
 
 MIDDLEWARE = [
+    # First: each request's X-Request-ID, its count, time and log line; /healthz, /readyz and
+    # /metrics answered before the host check and the session (atlaso_site.observability).
+    "atlaso_site.observability.middleware.ObservedRequests",
     "django.middleware.security.SecurityMiddleware",
     # The Content-Security-Policy header (SECURE_CSP below) on every response, static files too.
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -441,15 +456,18 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # API keys are only touched to record use when the last record is older than this.
 API_KEY_LAST_USED_RESOLUTION_SECONDS = 60
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"one_line": {"()": "atlaso_site.lib.logs.OneLine"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {
-        # A request for a host this server does not serve (a scanner, a misrouted proxy) is the
-        # client's mistake, answered 400: one line says so, without the traceback Django adds.
-        "django.security.DisallowedHost": {"filters": ["one_line"], "level": "WARNING"},
-    },
-}
+# Watching it run (atlaso_site.observability; docs/OPERATIONS.md). Logs: LOG_FORMAT=text (a
+# person's lines) or json (one object a line for a log pipeline), both with the request id.
+LOG_FORMAT = env_choice("LOG_FORMAT", "text", choices=FORMATS)
+LOGGING = logging_config(log_format=LOG_FORMAT, level=os.environ.get("LOG_LEVEL", "INFO"))
+# Prometheus: /metrics and the series it sums (ATLASO_METRICS=false: neither is kept). With a
+# token set a scrape must send it as a bearer token; without one only loopback may read.
+ATLASO_METRICS = env_bool("ATLASO_METRICS", True)
+ATLASO_METRICS_TOKEN = env_secret("ATLASO_METRICS_TOKEN")
+# The Celery worker and beat write a heartbeat every PROCESS_HEARTBEAT_SECONDS (beat's loop
+# wakes at least that often to tick); /readyz fails a check whose heartbeat is older than
+# PROCESS_HEARTBEAT_STALE_SECONDS.
+PROCESS_HEARTBEAT_SECONDS = env_float("PROCESS_HEARTBEAT_SECONDS", 10.0, low=0.2, high=600.0)
+PROCESS_HEARTBEAT_STALE_SECONDS = env_float("PROCESS_HEARTBEAT_STALE_SECONDS", 60.0, low=1.0, high=86400.0)
+CELERY_BEAT_SCHEDULER = "atlaso_site.observability.tasks:TickingScheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = PROCESS_HEARTBEAT_SECONDS

@@ -217,6 +217,8 @@ class ErrorDetail(Schema):
     missing: list[str] | None = None
     idempotency_key: str | None = None
     existing_id: str | None = None
+    # The request's X-Request-ID, to quote when asking about it (the server's logs carry it).
+    request_id: str | None = None
 
 
 class ErrorOut(Schema):

@@ -84,6 +84,7 @@ def test_a_chunked_body_over_the_limit_is_413_and_read_no_further_than_the_limit
         "code": "payload_too_large",
         "message": response.json()["error"]["message"],
         "limit": 2048,
+        "request_id": response["X-Request-ID"],
     }
     assert stream.tell() <= 2049
     assert not Deposit.objects.exists()

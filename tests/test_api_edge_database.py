@@ -24,7 +24,11 @@ def _assert_unavailable(answer) -> None:
     assert answer.status == 503
     assert answer.body == {
         "kind": "error",
-        "error": {"code": "unavailable", "message": "the database is unavailable; retry later"},
+        "error": {
+            "code": "unavailable",
+            "message": "the database is unavailable; retry later",
+            "request_id": answer.headers["X-Request-ID"],
+        },
     }
     assert answer.headers["Retry-After"] == "5"
 

@@ -61,7 +61,12 @@ def test_a_body_one_byte_over_the_limit_is_413_in_the_envelope_and_stores_nothin
     assert answer.status == 413
     assert answer.body == {
         "kind": "error",
-        "error": {"code": "payload_too_large", "message": answer.body["error"]["message"], "limit": 2048},
+        "error": {
+            "code": "payload_too_large",
+            "message": answer.body["error"]["message"],
+            "limit": 2048,
+            "request_id": answer.headers["X-Request-ID"],
+        },
     }
     assert not Deposit.objects.exists()
 

@@ -171,3 +171,26 @@ class JobRun(models.Model):
     @property
     def reported_status(self) -> str:
         return self.reported_status_at(timezone.now())
+
+
+class ProcessRole(models.TextChoices):
+    WORKER = "worker"
+    BEAT = "beat"
+
+
+class ProcessBeat(models.Model):
+    """The last sign of life of one Celery worker or beat (one row each, by its node name):
+    what `/readyz` reads for its `worker` and `beat` checks. Written every few seconds by the
+    process itself (`atlaso_site.observability.tasks`); a beat's row holds its scheduler's last
+    tick, so a beat whose loop hung goes stale though its process lives."""
+
+    role = models.CharField(max_length=16, choices=ProcessRole.choices)
+    node = models.CharField(max_length=255)
+    beat_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["role", "node"], name="processbeat_role_node")]
+        indexes = [models.Index(fields=["role", "-beat_at"], name="processbeat_role_beat")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.node} at {self.beat_at}"

@@ -1,13 +1,15 @@
-"""Reads of job runs: a filtered page, newest first, and one run."""
+"""Reads of job runs: a filtered page, newest first, and one run; what the metrics and the
+readiness check read (each job's last success, the runs not finished, the processes' beats)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from uuid import UUID
 
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from atlaso_site.job_runs.models import JobRun
+from atlaso_site.job_runs.models import JobRun, ProcessBeat, Status
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page, page_of
 
@@ -39,3 +41,37 @@ def job_run_get(*, run_id: str) -> JobRun:
     if run is None:
         raise not_found(f"there is no job run {run_id!r}")
     return run
+
+
+def job_last_successes() -> dict[str, datetime]:
+    """When each job's last successful run ended, by job name: one query."""
+    rows = (
+        JobRun.objects.filter(status=Status.SUCCEEDED, finished_at__isnull=False)
+        .values("name")
+        .annotate(last=Max("finished_at"))
+        .order_by()
+    )
+    return {row["name"]: row["last"] for row in rows}
+
+
+def job_runs_unfinished(*, now: datetime) -> dict[tuple[str, str], int]:
+    """How many runs are not finished, by (job name, reported status: queued, running, lost,
+    stalled): one query over the unfinished runs only."""
+    counts: dict[tuple[str, str], int] = {}
+    unfinished = JobRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING)).only(
+        "name", "status", "queued_at", "heartbeat_at", "started_at", "alive_at"
+    )
+    for run in unfinished:
+        key = (run.name, run.reported_status_at(now))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def process_last_beats(*, since: datetime) -> dict[str, tuple[datetime, int]]:
+    """By role (worker, beat): the newest heartbeat and how many nodes beat after `since`: one query."""
+    rows = (
+        ProcessBeat.objects.values("role")
+        .annotate(last=Max("beat_at"), alive=Count("id", filter=Q(beat_at__gte=since)))
+        .order_by()
+    )
+    return {row["role"]: (row["last"], row["alive"]) for row in rows}

@@ -28,12 +28,14 @@ from atlaso_site.job_runs import JobSkipped, Progress
 from atlaso_site.job_runs.models import (
     LOST,
     JobRun,
+    ProcessBeat,
     Status,
     beat_lost_after,
     heartbeat_every,
     lost_rule,
     stalled_after,
 )
+from atlaso_site.observability.metrics import count_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,10 @@ MAX_ERROR = 4000
 # A queued run never handed to the broker this long after it was queued is sent by the sweep:
 # long enough that the sweep does not race the send made right after the commit.
 SEND_GRACE = timedelta(seconds=5)
+
+# A process's heartbeat row whose process has not beaten this long is gone for good (a worker
+# on a host that no longer exists): the next beat of its role deletes it.
+FORGET_PROCESS_AFTER = timedelta(days=1)
 
 Dispatcher = Callable[[str], None]
 _dispatcher: Dispatcher | None = None
@@ -130,7 +136,11 @@ def job_claim(run_id: str | UUID) -> JobRecorder | None:
             attempts=F("attempts") + 1,
         )
     )
-    return JobRecorder(JobRun.objects.get(pk=run_id)) if claimed else None
+    if not claimed:
+        return None
+    run = JobRun.objects.get(pk=run_id)
+    logger.info("job run %s (%s) started, attempt %d", run.pk, run.name, run.attempts)
+    return JobRecorder(run)
 
 
 def job_claim_or_watch(
@@ -294,7 +304,7 @@ class JobRecorder:
     def _finish(self, status: str, **fields: Any) -> JobRun:
         now = timezone.now()
         try:
-            self._write(
+            written = self._write(
                 status=status,
                 finished_at=now,
                 heartbeat_at=now,
@@ -304,16 +314,25 @@ class JobRecorder:
             )
         finally:
             self._close_side()
+        if not written:
+            return self.run  # another attempt holds the run now: its end is that one's to count
+        count_job_run(self.run.name, status)
+        took = (now - self.run.started_at).total_seconds() if self.run.started_at else 0.0
+        logger.info("job run %s (%s) %s in %.1f s", self.run.pk, self.run.name, status, took)
         return self.run
 
-    def _write(self, **fields: Any) -> None:
+    def _write(self, **fields: Any) -> int:
+        """Write `fields` to the run's row while this attempt holds it; 1 when written, else 0."""
         # Only while this attempt holds the run: once the sweep gave a lost run to another
         # worker, a first attempt that was merely slow writes nothing over it.
-        JobRun.objects.using(self._alias()).filter(
-            pk=self.run.pk, status=Status.RUNNING, attempts=self.run.attempts
-        ).update(**fields)
+        written = (
+            JobRun.objects.using(self._alias())
+            .filter(pk=self.run.pk, status=Status.RUNNING, attempts=self.run.attempts)
+            .update(**fields)
+        )
         for field, value in fields.items():
             setattr(self.run, field, value)
+        return written
 
     def _alias(self) -> str:
         """The job's own connection, unless the job holds a transaction of its own open."""
@@ -330,3 +349,15 @@ class JobRecorder:
             self._side.close()
             del connections[self._side_alias]
             self._side = None
+
+
+def process_beat(*, role: str, node: str, at: datetime) -> None:
+    """Record that the worker or beat `node` was alive at `at` (one statement: insert or update),
+    and forget its role's rows that have been silent for a day."""
+    ProcessBeat.objects.bulk_create(
+        [ProcessBeat(role=role, node=node, beat_at=at)],
+        update_conflicts=True,
+        unique_fields=["role", "node"],
+        update_fields=["beat_at"],
+    )
+    ProcessBeat.objects.filter(role=role, beat_at__lt=at - FORGET_PROCESS_AFTER).delete()

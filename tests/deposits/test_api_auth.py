@@ -20,6 +20,16 @@ UNAUTHORIZED = {
 }
 
 
+def unauthorized(answer) -> dict:
+    """UNAUTHORIZED with this answer's own request id (each request has its own)."""
+    request_id = answer.headers["X-Request-ID"]
+    return {**UNAUTHORIZED, "error": {**UNAUTHORIZED["error"], "request_id": request_id}}
+
+
+def without_request_id(body: dict) -> dict:
+    return {**body, "error": {k: v for k, v in body["error"].items() if k != "request_id"}}
+
+
 def every_operation(deposit_id: str, user: str = "alice") -> list[tuple[str, str, dict | None]]:
     return [
         ("POST", f"/users/{user}/deposits", {"content": "x"}),
@@ -37,21 +47,21 @@ def test_it_answers_401_without_a_valid_key_on_every_operation(api, secret):
     stranger = ApiClient(secret)
     for method, path, body in every_operation(deposit):
         answer = stranger.call(method, path, body)
-        assert (answer.status, answer.body) == (401, UNAUTHORIZED), (method, path)
+        assert (answer.status, answer.body) == (401, unauthorized(answer)), (method, path)
     assert Deposit.objects.get().retracted_at is None
 
 
 def test_it_answers_401_to_a_malformed_authorization_header(api):
     for header in ("Token abc", "Bearer", "Basic dXNlcjpwYXNz"):
         answer = ApiClient(None).get("/users/alice/deposits", headers={"Authorization": header})
-        assert (answer.status, answer.body) == (401, UNAUTHORIZED)
+        assert (answer.status, answer.body) == (401, unauthorized(answer))
 
 
 def test_a_revoked_key_answers_401(api):
     assert api.get("/users/alice/deposits").status == 200
     api_key_revoke(key=ApiKey.objects.get(name="test agent-a"))
     answer = api.get("/users/alice/deposits")
-    assert (answer.status, answer.body) == (401, UNAUTHORIZED)
+    assert (answer.status, answer.body) == (401, unauthorized(answer))
 
 
 def test_a_read_only_key_may_not_write_or_retract(api):
@@ -85,7 +95,7 @@ def test_a_confined_key_learns_nothing_about_owners_outside_its_prefix(api):
         answer = confined.call(method, path, body)
         empty = confined.call(method, empty_path, empty_body)
         assert answer.status == empty.status == 403, (method, path)
-        assert answer.body == empty.body
+        assert without_request_id(answer.body) == without_request_id(empty.body)
         assert answer.body["error"]["code"] == "forbidden"
         assert "b's secret" not in str(answer.body)
     hard = confined.delete(f"/users/tenant-b:x/deposits/{existing}?mode=hard")

@@ -184,6 +184,8 @@ class Atlaso:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "ATLASO_VAR_DIR": str(self.folder / "var"),
             "LOG_LEVEL": "INFO",
+            # One metrics folder for the test's web workers and Celery worker, as serve gives them.
+            "PROMETHEUS_MULTIPROC_DIR": str(self.folder / "metrics"),
             **self.extra_env,
         }
 

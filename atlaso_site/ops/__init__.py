@@ -1,0 +1,1 @@
+"""Operators' scripts that need no Django: the backup that is restored and compared (backup.py)."""
