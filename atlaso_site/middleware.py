@@ -249,18 +249,31 @@ def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
     if most is not None and query.count(b"&") + 1 > most:
         # Django's own count (parse_qsl's), which would fail reading the query later.
         return "query", f"the query string has {query.count(b'&') + 1} parameters; the limit is {most}"
+    problem = _unreadable_query(query)
+    if problem is not None:
+        return problem
+    for header in VALUE_HEADERS:
+        value = request.headers.get(header)
+        if value is not None and (problem := unstorable(value)) is not None:
+            return header, f"the {header} header holds {problem}"
+    return None
+
+
+def _unreadable_query(query: bytes) -> tuple[str, str] | None:
+    """(field, message) for a query parameter whose name or value is not storable text, or one
+    given twice with different values (every parameter of the API holds one value, and a repeat
+    would be read as its last, whatever the others said); None when all is well."""
+    seen: dict[bytes, bytes] = {}
     for name, value in _query_pairs(query):
         name_problem = _problem(name)
         if name_problem is not None:
             return "query", f"a query parameter's name holds {name_problem}"
         problem = _problem(value)
+        field = name.decode("utf-8")
         if problem is not None:
-            field = name.decode("utf-8")
             return field, f"{field} holds {problem}"
-    for header in VALUE_HEADERS:
-        value = request.headers.get(header)
-        if value is not None and (problem := unstorable(value)) is not None:
-            return header, f"the {header} header holds {problem}"
+        if seen.setdefault(name, value) != value:
+            return field, f"{field} is given more than once, with different values; give it once"
     return None
 
 

@@ -172,3 +172,17 @@ def test_a_body_the_server_left_unread_is_never_taken_for_an_empty_one(api):
     assert (response.status_code, response.json()["error"]["code"]) == (503, "unavailable")
     assert response["Retry-After"] == "1"
     assert not Deposit.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "path", ["/users/alice/recall?q=tea&limit=3&limit=5", "/users/alice/deposits?offset=1&offset=x"]
+)
+def test_a_query_parameter_given_twice_with_different_values_is_refused_naming_it(api, path):
+    """No query parameter of the API takes several values: a repeat would silently be read as
+    its last (schemathesis found `days` sent as [junk, …, "\x853"] read as 3)."""
+    error = error_of(api.get(path), 422, "validation_error")
+    assert error["field"] in {"limit", "offset"} and "more than once" in error["message"]
+
+
+def test_the_same_value_given_twice_is_read_once(api):
+    assert api.get("/users/alice/recall?q=tea&limit=3&limit=3").status == 200
