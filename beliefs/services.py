@@ -15,6 +15,7 @@ from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.job_runs.models import JobRun, Trigger
 from atlaso_site.job_runs.services import job_enqueue
 from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.forgotten import erased
 from atlaso_site.lib.idempotency import (
     WINDOW,
     idempotency_conflict,
@@ -34,6 +35,7 @@ from beliefs.domain.values import (
     is_ceiling,
     normalize_value,
 )
+from beliefs.tombstones import observation_key_forgotten
 from beliefs.models import (
     DEFAULT_CHANNEL_TIER,
     HUMAN_REVIEW_CHANNEL,
@@ -387,6 +389,8 @@ def _claim_key(user_id: str, key: str, checked: _Checked, now: datetime) -> Reco
     inserts; the others wait for its transaction, then find its row and its revision. An entry
     past its window is removed first, so correctness never waits for the cleanup job.
     """
+    if observation_key_forgotten(user_id, key, now):
+        raise erased(key)
     ObservationKey.objects.filter(user_id=user_id, key=key, created_at__lte=now - WINDOW).delete()
     fingerprint = checked.fingerprint()
     with connection.cursor() as cursor:

@@ -466,3 +466,24 @@ class Resolution(models.Model):
             models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
             models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
         ]
+
+
+class ImportedRow(models.Model):
+    """What an import wrote for a row of its file that it could not file under the row's own id:
+    a deposit whose id another owner holds, and every observation (portability.md). The import
+    finds here what it wrote before, so a line run again is a duplicate and a later line's
+    reference (an edge's end, an observation's deposit) reaches the row it names."""
+
+    DEPOSIT, OBSERVATION = "deposit", "observation"
+
+    user_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=16)
+    # The source's id: a deposit's UUID, or an observation's digest (deposits.services.portability).
+    source = models.CharField(max_length=64)
+    # What the import wrote for it: the new deposit's UUID, or the revision's id.
+    target = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user_id", "kind", "source"], name="imported_row_source")
+        ]

@@ -58,6 +58,7 @@ from deposits.selectors.recall import SearchResults
 from deposits.services.bag_counts import NewDeposits, bags_add_deposits, bags_recount, search_text
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
+from deposits.services.tombstones import forgotten_keys
 from deposits.sql.bulk import insert_rows
 
 DEPOSIT_COLUMNS = (
@@ -286,6 +287,11 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     deposit id chosen in advance (the foreign key is checked at commit).
     """
     owners = _key_owners(pending)
+    if not owners:
+        return
+    # The keys of a forgotten owner of this id stay tombstones for the rest of their window.
+    for key in forgotten_keys(user_id, list(owners), now):
+        owners.pop(key).fail(_erased(key))
     if not owners:
         return
     keys = list(owners)
