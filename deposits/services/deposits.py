@@ -289,11 +289,6 @@ def _claim_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> Non
     owners = _key_owners(pending)
     if not owners:
         return
-    # The keys of a forgotten owner of this id stay tombstones for the rest of their window.
-    for key in forgotten_keys(user_id, list(owners), now):
-        owners.pop(key).fail(_erased(key))
-    if not owners:
-        return
     keys = list(owners)
     if connection.vendor == "postgresql":
         claim = _CLAIM_OR_REPLACE_EXPIRED
@@ -353,10 +348,16 @@ def _write_batch(
     are decided before anything is written, so they leave nothing behind. What it changes for
     the owner is added to `tally`, which the caller writes last (`tally_write`).
     """
+    # A forgotten owner's keys stay tombstones for the rest of their window: its replays are
+    # refused before anything else, as what they contradicted is gone with it.
+    forgotten = forgotten_keys(user_id, [item.key for item in pending if item.key is not None], now)
+    for item in pending:
+        if item.key in forgotten:
+            item.fail(_erased(item.key))
     targets = _lock_targets(user_id, pending)
     for item in pending:
         missing = _missing_targets(item.draft.contradicts, targets)
-        if missing:
+        if missing and item.outcome is None:
             item.fail(_missing_error(missing))
     channel = None
     if channel_name is not None and any(p.draft.belief for p in pending):
@@ -514,9 +515,11 @@ def deposit_contradict(
 ) -> AddResult:
     """Write a correction that supersedes the listed deposits; scope defaults to the first one's."""
     draft = correction.draft
+    key = validate_idempotency_key(idempotency_key)
+    if key is not None and forgotten_keys(draft.user_id, [key], timezone.now()):
+        raise _erased(key)
     if correction.inherits_scope:
         draft = _inherited_scope(draft.user_id, draft)
-    key = validate_idempotency_key(idempotency_key)
     return _write_one(draft, channel=channel, key=key, reason=correction.reason)
 
 
