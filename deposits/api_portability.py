@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from atlaso_site.access.api_keys import READ, ApiKeyAuth, BodyAllowance, key_of
 from atlaso_site.wire import UserId, with_errors
 from deposits.schemas_portability import ExportQuery, ImportQuery, ImportResultOut
-from deposits.selectors.export import export_bytes
+from deposits.downloads import NDJSON, export_download
 from deposits.services.portability import owner_import
 
 router = Router(tags=["portability"])
 
-NDJSON = "application/x-ndjson"
 # An import body is read as it arrives (a batch of lines at a time), so its size bounds time,
 # not memory: a 1 GB export imports in the memory a batch takes.
 IMPORT_MAX_BYTES = 64 * 1024**3
@@ -31,28 +30,6 @@ _IMPORT_BODY_DOC = {
 }
 
 
-def _accepts_gzip(request: HttpRequest) -> bool:
-    """The client's Accept-Encoding names gzip with a weight above 0."""
-    for part in request.headers.get("Accept-Encoding", "").split(","):
-        name, _, params = part.strip().partition(";")
-        if name.strip().lower() in ("gzip", "x-gzip"):
-            weight = params.strip().lower()
-            return not weight.startswith("q=") or weight[2:].strip() not in ("0", "0.0", "0.00", "0.000")
-    return False
-
-
-def export_response(user_id: str, *, include_retracted: bool, gzip: bool, filename: str) -> StreamingHttpResponse:
-    """The owner's export as a streamed answer (the dashboard's Export answers the same)."""
-    response = StreamingHttpResponse(
-        export_bytes(user_id, include_retracted=include_retracted, gzip=gzip), content_type=NDJSON
-    )
-    if gzip:
-        response["Content-Encoding"] = "gzip"
-    response["Vary"] = "Accept-Encoding"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
 @router.get(
     "/users/{user_id}/export",
     response=with_errors(),
@@ -62,12 +39,7 @@ def export_response(user_id: str, *, include_retracted: bool, gzip: bool, filena
 def export_owner(request: HttpRequest, user_id: UserId, query: Query[ExportQuery]):
     """Every deposit, edge, retraction, observation and outcome of the owner, streamed as
     atlaso-export v1 (gzip when Accept-Encoding allows it); a client may stop reading anywhere."""
-    return export_response(
-        user_id,
-        include_retracted=query.include_retracted,
-        gzip=_accepts_gzip(request),
-        filename=f"{user_id}.atlaso.jsonl",
-    )
+    return export_download(request, user_id, include_retracted=query.include_retracted)
 
 
 @router.post(

@@ -18,9 +18,13 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from atlaso_site.job_runs.services import job_runs_forget_owner
+from atlaso_site.lib.idempotency import WINDOW
+from beliefs.models import Belief, BeliefRevision, CalibrationOutcome, ObservationKey
 from beliefs.portability import beliefs_forget_owner
 from deposits.domain.validation import validate_user_id
+from deposits.models import Contradiction, Deposit, IdempotencyEntry, RecallLog, ScopeBag
 from deposits.services.forget import store_forget_begin, store_forget_end
+from diagnostics.models import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,43 @@ class ForgetResult:
     observations: int
     beliefs: int
     keys_tombstoned: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPreview:
+    """What forgetting the owner would remove, for the page that asks an operator to confirm it."""
+
+    deposits: int
+    edges: int
+    bags: int
+    observations: int
+    beliefs: int
+    outcomes: int
+    snapshots: int
+    recalls: int
+    keys: int
+
+    @property
+    def holds_anything(self) -> bool:
+        return any(getattr(self, name) for name in self.__slots__)
+
+
+def forget_preview(*, user_id: str, now: datetime | None = None) -> ForgetPreview:
+    """The owner's rows, counted, that `owner_forget` would delete (its keys: those in their window)."""
+    now = now or timezone.now()
+    since = now - WINDOW
+    return ForgetPreview(
+        deposits=Deposit.objects.filter(user_id=user_id).count(),
+        edges=Contradiction.objects.filter(user_id=user_id).count(),
+        bags=ScopeBag.objects.filter(user_id=user_id).count(),
+        observations=BeliefRevision.objects.filter(user_id=user_id).count(),
+        beliefs=Belief.objects.filter(user_id=user_id).count(),
+        outcomes=CalibrationOutcome.objects.filter(user_id=user_id).count(),
+        snapshots=Snapshot.objects.filter(user_id=user_id).count(),
+        recalls=RecallLog.objects.filter(user_id=user_id).count(),
+        keys=IdempotencyEntry.objects.filter(user_id=user_id, created_at__gt=since).count()
+        + ObservationKey.objects.filter(user_id=user_id, created_at__gt=since).count(),
+    )
 
 
 def owner_models() -> list[type[models.Model]]:
