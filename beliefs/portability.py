@@ -269,7 +269,9 @@ def outcomes_import(*, user_id: str, drafts: Sequence[OutcomeDraft]) -> list[boo
         return []
     held = set(
         CalibrationOutcome.objects.filter(
-            user_id=user_id, belief_key__in={d.key for d in drafts}, created_at__in={d.created_at for d in drafts}
+            user_id=user_id,
+            belief_key__in={d.key for d in drafts},
+            created_at__in={d.created_at for d in drafts},
         ).values_list("belief_key", "confirmed_value", "created_at")
     )
     written: list[bool] = []
@@ -282,7 +284,9 @@ def outcomes_import(*, user_id: str, drafts: Sequence[OutcomeDraft]) -> list[boo
         held.add(mark)
         before = draft.verdict_before or _verdict_before(user_id, draft.key, draft.created_at)
         distribution = list((before.get("distribution") or {}).items())
-        top_value = draft.top_value if draft.verdict_before else (distribution[0][0] if distribution else None)
+        top_value = (
+            draft.top_value if draft.verdict_before else (distribution[0][0] if distribution else None)
+        )
         top_probability = (
             draft.top_probability
             if draft.verdict_before and draft.top_probability is not None

@@ -35,7 +35,6 @@ from beliefs.domain.values import (
     is_ceiling,
     normalize_value,
 )
-from beliefs.tombstones import observation_key_forgotten
 from beliefs.models import (
     DEFAULT_CHANNEL_TIER,
     HUMAN_REVIEW_CHANNEL,
@@ -50,6 +49,7 @@ from beliefs.models import (
     ProvenanceTier,
     WithdrawnDeposit,
 )
+from beliefs.tombstones import observation_key_forgotten
 
 DEFAULT_PERMISSIONS = ("read", "write")
 MAX_SOURCE_ID = 200

@@ -29,7 +29,11 @@ def observation_keys_tombstone_owner(user_id: str, now: datetime) -> int:
     fresh = ObservationKey.objects.filter(user_id=user_id, created_at__gt=now - WINDOW)
     tombstones = [
         ObservationKey(
-            user_id=owner, key=forgotten_key(key, secret), payload_hash="", revision=None, created_at=created_at
+            user_id=owner,
+            key=forgotten_key(key, secret),
+            payload_hash="",
+            revision=None,
+            created_at=created_at,
         )
         for key, created_at in fresh.values_list("key", "created_at")
     ]

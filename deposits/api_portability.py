@@ -7,8 +7,8 @@ from ninja import Query, Router, Status
 
 from atlaso_site.access.api_keys import READ, ApiKeyAuth, BodyAllowance, key_of
 from atlaso_site.wire import UserId, with_errors
-from deposits.schemas_portability import ExportQuery, ImportQuery, ImportResultOut
 from deposits.downloads import NDJSON, export_download
+from deposits.schemas_portability import ExportQuery, ImportQuery, ImportResultOut
 from deposits.services.portability import owner_import
 
 router = Router(tags=["portability"])
@@ -17,7 +17,10 @@ router = Router(tags=["portability"])
 # not memory: a 1 GB export imports in the memory a batch takes.
 IMPORT_MAX_BYTES = 64 * 1024**3
 IMPORT_BODY = BodyAllowance(bytes=IMPORT_MAX_BYTES, members=0, streamed=True)
-_LINES = {"type": "string", "description": "atlaso-export v1: JSON Lines, one object a line, each with `kind`"}
+_LINES = {
+    "type": "string",
+    "description": "atlaso-export v1: JSON Lines, one object a line, each with `kind`",
+}
 _IMPORT_BODY_DOC = {
     "required": True,
     "description": "An atlaso-export v1 stream (JSON Lines, or gzip of it, recognised by its first bytes "
@@ -25,7 +28,9 @@ _IMPORT_BODY_DOC = {
     "content": {
         NDJSON: {"schema": _LINES},
         "application/gzip": {"schema": {"type": "string", "format": "binary"}},
-        "application/json": {"schema": {"description": 'mem0: {"results": [memory, …]} or a list of memories'}},
+        "application/json": {
+            "schema": {"description": 'mem0: {"results": [memory, …]} or a list of memories'}
+        },
     },
 }
 
@@ -34,7 +39,9 @@ _IMPORT_BODY_DOC = {
     "/users/{user_id}/export",
     response=with_errors(),
     auth=READ,
-    openapi_extra={"responses": {"200": {"description": "The owner's memory", "content": {NDJSON: {"schema": _LINES}}}}},
+    openapi_extra={
+        "responses": {"200": {"description": "The owner's memory", "content": {NDJSON: {"schema": _LINES}}}}
+    },
 )
 def export_owner(request: HttpRequest, user_id: UserId, query: Query[ExportQuery]):
     """Every deposit, edge, retraction, observation and outcome of the owner, streamed as

@@ -20,7 +20,9 @@ def accepts_gzip(request: HttpRequest) -> bool:
     return False
 
 
-def export_download(request: HttpRequest, user_id: str, *, include_retracted: bool = True) -> StreamingHttpResponse:
+def export_download(
+    request: HttpRequest, user_id: str, *, include_retracted: bool = True
+) -> StreamingHttpResponse:
     """The owner's export, streamed as it is read (its database connection held until it ends),
     gzip when the client takes it, named `<user_id>.atlaso.jsonl` for a browser to save."""
     gzip = accepts_gzip(request)

@@ -28,7 +28,9 @@ class KindCountsOut(Schema):
 
 
 class FailedLineOut(Schema):
-    line: int = Field(description="The line's number in the body (the header is line 1; for mem0, the memory's).")
+    line: int = Field(
+        description="The line's number in the body (the header is line 1; for mem0, the memory's)."
+    )
     error: Annotated[BulkFailureError, BeforeValidator(_error_object)]
 
 

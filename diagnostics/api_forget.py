@@ -42,5 +42,7 @@ def forget_owner(request: HttpRequest, user_id: UserId, query: Query[ForgetQuery
     outcome, snapshot and recall of it; its idempotency keys answer 410 `erased` for the rest
     of their 24 hours. Needs the erase permission and `confirm` = the user_id."""
     if query.confirm != user_id:
-        raise invalid("confirm", "forgetting an owner cannot be undone: send confirm=<the user_id> to say you mean it")
+        raise invalid(
+            "confirm", "forgetting an owner cannot be undone: send confirm=<the user_id> to say you mean it"
+        )
     return Status(200, owner_forget(user_id=user_id))

@@ -363,7 +363,9 @@ def job_runs_forget_owner(user_id: str) -> int:
     from django.db.models import TextField
     from django.db.models.functions import Cast
 
-    runs = JobRun.objects.annotate(params_text=Cast("params", TextField()), counts_text=Cast("counts", TextField()))
+    runs = JobRun.objects.annotate(
+        params_text=Cast("params", TextField()), counts_text=Cast("counts", TextField())
+    )
     mentions = runs.filter(
         Q(params_text__contains=user_id) | Q(counts_text__contains=user_id) | Q(error__contains=user_id)
     )

@@ -32,11 +32,11 @@ MAX_TAGS = 32
 MAX_TAG = 64
 
 
-class BrokenInput(Exception):  # noqa: N818 (the body as a whole, not one line, is unreadable)
+class BrokenInput(Exception):
     """The body cannot be read on: not the gzip its first bytes announce, or cut inside it."""
 
 
-class LineError(Exception):  # noqa: N818 (a line's fault, not a crash)
+class LineError(Exception):
     """One line is not a line of this format: the import fails it and reads on."""
 
 
@@ -53,52 +53,54 @@ class Line:
 Read = Callable[[int], bytes]
 
 
-def _chunks(read: Read, limit: int | None) -> Iterator[bytes]:
-    """The body's bytes, gunzipped when its first two bytes are gzip's, at most `limit` of them
-    (decompressed, when gzip): past it, BrokenInput."""
-    first = read(READ_SIZE)
+def _counted(chunks: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
+    """`chunks`, at most `limit` bytes of them: past it, BrokenInput."""
     total = 0
-
-    def counted(chunk: bytes) -> bytes:
-        nonlocal total
+    for chunk in chunks:
         total += len(chunk)
         if limit is not None and total > limit:
             raise BrokenInput(f"the body is larger than this server reads ({limit:,} bytes)")
-        return chunk
+        yield chunk
 
-    if not first.startswith(GZIP_MAGIC):
-        chunk = first
-        while chunk:
-            yield counted(chunk)
-            chunk = read(READ_SIZE)
-        return
+
+def _plain(read: Read, first: bytes) -> Iterator[bytes]:
+    chunk = first
+    while chunk:
+        yield chunk
+        chunk = read(READ_SIZE)
+
+
+def _gunzipped(read: Read, first: bytes) -> Iterator[bytes]:
+    """The body inflated, a bounded piece per step (a small body may inflate enormously); a gzip
+    file may hold several members one after another (`cat a.gz b.gz`)."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     data = first
-    while True:
-        if not data:
-            data = read(READ_SIZE)
-            if not data:
-                break
+    while data or (data := read(READ_SIZE)):
         try:
-            # Bounded output per call, so a small body that inflates enormously is read in steps.
             out = inflater.decompress(data, READ_SIZE)
         except zlib.error as error:
             raise BrokenInput(f"the body starts as gzip but is not gzip ({error})") from None
         data = inflater.unconsumed_tail
         if out:
-            yield counted(out)
-        if not inflater.eof:
-            continue
-        # A gzip file may hold several members one after another (`cat a.gz b.gz`).
-        data = inflater.unused_data + data
-        while len(data) < len(GZIP_MAGIC) and (more := read(READ_SIZE)):
-            data += more
-        if not data:
-            return
-        if not data.startswith(GZIP_MAGIC):
-            raise BrokenInput("the body holds data after the end of its gzip stream")
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            yield out
+        if inflater.eof:
+            data = inflater.unused_data + data
+            while len(data) < len(GZIP_MAGIC) and (more := read(READ_SIZE)):
+                data += more
+            if not data:
+                return
+            if not data.startswith(GZIP_MAGIC):
+                raise BrokenInput("the body holds data after the end of its gzip stream")
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     raise BrokenInput("the gzip stream ends before its end (the body was cut short)")
+
+
+def body_chunks(read: Read, limit: int | None = None) -> Iterator[bytes]:
+    """The body's bytes, gunzipped when its first two bytes are gzip's, at most `limit` of them
+    (decompressed, when gzip): past it, BrokenInput."""
+    first = read(READ_SIZE)
+    chunks = _gunzipped(read, first) if first.startswith(GZIP_MAGIC) else _plain(read, first)
+    return _counted(chunks, limit)
 
 
 def read_lines(read: Read, *, limit: int | None = None) -> Iterator[Line]:
@@ -109,37 +111,44 @@ def read_lines(read: Read, *, limit: int | None = None) -> Iterator[Line]:
     BrokenInput is raised where the body itself cannot be read on.
     """
     number = 0
-    pending: list[bytes] = []
-    pending_size = 0
-    too_long = False
-    for chunk in _chunks(read, limit):
+    pending = _Pending()
+    for chunk in body_chunks(read, limit):
         start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                piece = chunk[start:]
-                if not too_long:
-                    pending.append(piece)
-                    pending_size += len(piece)
-                    if pending_size > MAX_LINE_BYTES:
-                        too_long, pending, pending_size = True, [], 0
-                break
+        while (end := chunk.find(b"\n", start)) >= 0:
             number += 1
-            if too_long:
-                yield Line(number, None, 0, f"the line is longer than {MAX_LINE_BYTES:,} bytes")
-            else:
-                pending.append(chunk[start:end])
-                raw = b"".join(pending)
-                if len(raw) > MAX_LINE_BYTES:
-                    yield Line(number, None, 0, f"the line is longer than {MAX_LINE_BYTES:,} bytes")
-                elif raw.strip():
-                    yield _parsed(number, raw, last=False)
-            pending, pending_size, too_long = [], 0, False
+            line = pending.take(chunk[start:end], number, last=False)
+            if line is not None:
+                yield line
             start = end + 1
-    if too_long:
-        yield Line(number + 1, None, 0, f"the line is longer than {MAX_LINE_BYTES:,} bytes")
-    elif pending and (raw := b"".join(pending)).strip():
-        yield _parsed(number + 1, raw, last=True)
+        pending.keep(chunk[start:])
+    line = pending.take(b"", number + 1, last=True)
+    if line is not None:
+        yield line
+
+
+class _Pending:
+    """The start of a line not ended yet: kept up to MAX_LINE_BYTES, past which only its fault is."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.too_long = False
+
+    def keep(self, piece: bytes) -> None:
+        if not self.too_long and piece:
+            self.parts.append(piece)
+            self.size += len(piece)
+            if self.size > MAX_LINE_BYTES:
+                self.too_long, self.parts, self.size = True, [], 0
+
+    def take(self, end: bytes, number: int, *, last: bool) -> Line | None:
+        """The line this piece ends (None for a blank one), and a fresh start."""
+        too_long = self.too_long or self.size + len(end) > MAX_LINE_BYTES
+        raw = b"" if too_long else b"".join([*self.parts, end])
+        self.parts, self.size, self.too_long = [], 0, False
+        if too_long:
+            return Line(number, None, 0, f"the line is longer than {MAX_LINE_BYTES:,} bytes")
+        return _parsed(number, raw, last=last) if raw.strip() else None
 
 
 def _parsed(number: int, raw: bytes, *, last: bool) -> Line:
@@ -175,7 +184,9 @@ def parse_header(data: Mapping[str, Any] | None, error: str | None) -> str | Non
 def parse_time(value: Any, field: str, *, now: datetime) -> datetime:
     """An ISO 8601 time with an offset, not more than MAX_FUTURE_SKEW ahead of `now`."""
     if not isinstance(value, str):
-        raise LineError(f"{field} must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00.000000+00:00")
+        raise LineError(
+            f"{field} must be an ISO 8601 time with an offset, e.g. 2025-06-01T09:30:00.000000+00:00"
+        )
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
@@ -183,7 +194,9 @@ def parse_time(value: Any, field: str, *, now: datetime) -> datetime:
     if moment.utcoffset() is None:
         raise LineError(f"{field} has no offset: {value[:64]!r}")
     if moment > now + MAX_FUTURE_SKEW:
-        raise LineError(f"{field} is in the future ({value[:64]}); the server's clock reads {now.isoformat()}")
+        raise LineError(
+            f"{field} is in the future ({value[:64]}); the server's clock reads {now.isoformat()}"
+        )
     return moment
 
 
@@ -224,7 +237,9 @@ def mem0_memories(document: Any) -> list[Mapping[str, Any]]:
     """The memories of a mem0 export: `{"results": [...]}` (get_all) or a bare list of them."""
     items = document.get("results") if isinstance(document, Mapping) else document
     if not isinstance(items, list):
-        raise LineError('a mem0 export is {"results": [memory, …]} (what get_all returns) or a list of memories')
+        raise LineError(
+            'a mem0 export is {"results": [memory, …]} (what get_all returns) or a list of memories'
+        )
     return items
 
 

@@ -135,7 +135,13 @@ def _edge_lines(user_id: str, include_retracted: bool) -> Iterator[dict[str, Any
         .iterator(chunk_size=CHUNK)
     )
     for new, old, reason, created_at in rows:
-        yield {"kind": "edge", "from": str(new), "to": str(old), "reason": reason, "created_at": isoformat(created_at)}
+        yield {
+            "kind": "edge",
+            "from": str(new),
+            "to": str(old),
+            "reason": reason,
+            "created_at": isoformat(created_at),
+        }
 
 
 def _retraction_lines(user_id: str) -> Iterator[dict[str, Any]]:
@@ -148,8 +154,9 @@ def _retraction_lines(user_id: str) -> Iterator[dict[str, Any]]:
     for chunk in _chunks(rows):
         # Who undid a resolution is on record; any other retraction names no one.
         undone = dict(
-            Resolution.objects.filter(deposit_id__in=[row[0] for row in chunk], undone_by__isnull=False)
-            .values_list("deposit_id", "undone_by")
+            Resolution.objects.filter(
+                deposit_id__in=[row[0] for row in chunk], undone_by__isnull=False
+            ).values_list("deposit_id", "undone_by")
         )
         for deposit_id, reason, at in chunk:
             yield {

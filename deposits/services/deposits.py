@@ -339,6 +339,15 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
             item.fail(invalid(f"belief.{error.field}", error.message))
 
 
+def _refuse_forgotten_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
+    """A forgotten owner's keys stay tombstones for the rest of their window: its replays are
+    refused before anything else, as what they contradicted is gone with it."""
+    forgotten = forgotten_keys(user_id, [item.key for item in pending if item.key is not None], now)
+    for item in pending:
+        if item.key is not None and item.key in forgotten:
+            item.fail(_erased(item.key))
+
+
 def _write_batch(
     user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime, tally: Tally
 ) -> None:
@@ -348,12 +357,7 @@ def _write_batch(
     are decided before anything is written, so they leave nothing behind. What it changes for
     the owner is added to `tally`, which the caller writes last (`tally_write`).
     """
-    # A forgotten owner's keys stay tombstones for the rest of their window: its replays are
-    # refused before anything else, as what they contradicted is gone with it.
-    forgotten = forgotten_keys(user_id, [item.key for item in pending if item.key is not None], now)
-    for item in pending:
-        if item.key in forgotten:
-            item.fail(_erased(item.key))
+    _refuse_forgotten_keys(user_id, pending, now)
     targets = _lock_targets(user_id, pending)
     for item in pending:
         missing = _missing_targets(item.draft.contradicts, targets)

@@ -44,7 +44,13 @@ from deposits.domain import portability as fmt
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.validation import DepositDraft, validate_deposit, validate_enum, validate_user_id
 from deposits.models import ConflictEpisode, Contradiction, Deposit, ImportedRow
-from deposits.services.bag_counts import NewDeposits, bag_terms_refresh, bags_add_deposits, bags_recount, search_text
+from deposits.services.bag_counts import (
+    NewDeposits,
+    bag_terms_refresh,
+    bags_add_deposits,
+    bags_recount,
+    search_text,
+)
 from deposits.services.deposits import DEPOSIT_COLUMNS, IDEMPOTENCY_COLUMNS
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
@@ -217,13 +223,15 @@ def _atlaso_lines(read: Callable[[int], bytes], limit: int | None) -> Iterator[f
 def _mem0_lines(read: Callable[[int], bytes], limit: int | None) -> Iterator[fmt.Line]:
     cap = min(limit or MEM0_MAX_BYTES, MEM0_MAX_BYTES)
     try:
-        body = b"".join(fmt._chunks(read, cap))
+        body = b"".join(fmt.body_chunks(read, cap))
     except fmt.BrokenInput as error:
         raise invalid("body", str(error)) from None
     try:
         memories = fmt.mem0_memories(json.loads(body))
     except (ValueError, RecursionError) as error:
-        raise invalid("body", f"a mem0 export is one JSON document, and this body is not JSON ({error})") from None
+        raise invalid(
+            "body", f"a mem0 export is one JSON document, and this body is not JSON ({error})"
+        ) from None
     except fmt.LineError as error:
         raise invalid("body", str(error)) from None
     return fmt.mem0_lines(memories, now=timezone.now())
@@ -458,7 +466,9 @@ def _write_deposits(
     in_conflict = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     if moved:
-        ImportedRow.objects.bulk_create(ImportedRow(user_id=u, kind=k, source=s, target=t) for u, k, s, t in moved)
+        ImportedRow.objects.bulk_create(
+            ImportedRow(user_id=u, kind=k, source=s, target=t) for u, k, s, t in moved
+        )
     _claim_keys(user_id, fresh, now)
     opened = episodes_sync(user_id=user_id, bag_ids=set(by_bag), now=now, in_conflict=in_conflict)
     tally.touched(now, live=len(rows), conflicts=opened)
@@ -472,10 +482,10 @@ def _claim_keys(user_id: str, deposits: Sequence[_DepositLine], now: datetime) -
     if not keyed:
         return
     erased = forgotten_keys(user_id, [d.key for d in keyed if d.key], now)
-    rows = [
-        (user_id, d.key, d.payload_hash, d.target, d.created_at) for d in keyed if d.key not in erased
-    ]
-    insert_rows("deposits_idempotencyentry", IDEMPOTENCY_COLUMNS, rows, "ON CONFLICT (user_id, key) DO NOTHING")
+    rows = [(user_id, d.key, d.payload_hash, d.target, d.created_at) for d in keyed if d.key not in erased]
+    insert_rows(
+        "deposits_idempotencyentry", IDEMPOTENCY_COLUMNS, rows, "ON CONFLICT (user_id, key) DO NOTHING"
+    )
 
 
 # --- Edges, retractions ----------------------------------------------------------------------
@@ -512,8 +522,9 @@ def _edge_line(data: Mapping[str, Any], now: datetime) -> tuple[uuid.UUID, uuid.
     return new, old, reason, fmt.parse_time(data.get("created_at"), "created_at", now=now)
 
 
-def _write_edges(importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, tally: Tally, now: datetime) -> None:
-    counts = outcome.count("edge")
+def _write_edges(
+    importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, tally: Tally, now: datetime
+) -> None:
     parsed = []
     for line in lines:
         try:
@@ -525,6 +536,32 @@ def _write_edges(importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch,
     user_id = importer.user_id
     ends = _resolve(user_id, [end for _, new, old, *_ in parsed for end in (new, old)])
     rows = _locked(user_id, ends.values())
+    edges = _new_edges(user_id, parsed, ends, rows, outcome)
+    if not edges:
+        return
+    Contradiction.objects.bulk_create(edges)
+    outcome.count("edge").committed += len(edges)
+    closers: dict[str, Closer] = {}
+    for edge in edges:
+        if edge.superseding:
+            closers.setdefault(
+                rows[edge.old_deposit_id].bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id)
+            )
+    if closers:
+        live = _recount(user_id, closers, now)
+        opened = episodes_sync(user_id=user_id, bag_ids=set(closers), now=now, closers=closers)
+        tally.touched(now, live=live, conflicts=opened)
+
+
+def _new_edges(
+    user_id: str,
+    parsed: Sequence[tuple[int, uuid.UUID, uuid.UUID, str, datetime]],
+    ends: Mapping[uuid.UUID, uuid.UUID],
+    rows: Mapping[uuid.UUID, Deposit],
+    outcome: _Batch,
+) -> list[Contradiction]:
+    """The edges to write: each between two deposits the owner holds, not written before."""
+    counts = outcome.count("edge")
     held = set(
         Contradiction.objects.filter(
             user_id=user_id, new_deposit_id__in=[ends[n] for _, n, *_ in parsed if n in ends]
@@ -554,18 +591,7 @@ def _write_edges(importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch,
                 created_at=created_at, superseding=superseding,
             )
         )  # fmt: skip
-    if not edges:
-        return
-    Contradiction.objects.bulk_create(edges)
-    counts.committed += len(edges)
-    closers: dict[str, Closer] = {}
-    for edge in edges:
-        if edge.superseding:
-            closers.setdefault(rows[edge.old_deposit_id].bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
-    if closers:
-        live = _recount(user_id, closers, now)
-        opened = episodes_sync(user_id=user_id, bag_ids=set(closers), now=now, closers=closers)
-        tally.touched(now, live=live, conflicts=opened)
+    return edges
 
 
 def _retraction_line(data: Mapping[str, Any], now: datetime) -> tuple[uuid.UUID, str, datetime]:
@@ -648,7 +674,9 @@ def _observation_line(
         tier = fmt.optional_text(data, "tier", MAX_CHANNEL)
         ceiling = data.get("ceiling")
         if not channel or not tier or not is_ceiling(ceiling):
-            raise fmt.LineError("an observation needs its channel, its tier and the tier's ceiling (0 < ceiling < 1)")
+            raise fmt.LineError(
+                "an observation needs its channel, its tier and the tier's ceiling (0 < ceiling < 1)"
+            )
     if channel is None or tier is None or ceiling is None:
         raise fmt.LineError("an observation needs the writer's channel; this import has none")
     deposit = data.get("deposit_id")
@@ -665,7 +693,9 @@ def _observation_line(
     return draft, source_deposit
 
 
-def _write_observations(importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, now: datetime) -> None:
+def _write_observations(
+    importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, now: datetime
+) -> None:
     counts = outcome.count("observation")
     if not lines:
         return
@@ -709,7 +739,9 @@ def _write_observations(importer: Importer, lines: Sequence[fmt.Line], outcome: 
         digests.append(digest)
     if not drafts:
         return
-    ids = beliefs_import.observations_append(user_id=user_id, drafts=drafts, retracted=sorted(retracted), now=now)
+    ids = beliefs_import.observations_append(
+        user_id=user_id, drafts=drafts, retracted=sorted(retracted), now=now
+    )
     ImportedRow.objects.bulk_create(
         ImportedRow(user_id=user_id, kind=ImportedRow.OBSERVATION, source=digest, target=str(revision))
         for digest, revision in zip(digests, ids, strict=True)
@@ -727,7 +759,9 @@ def _outcome_line(data: Mapping[str, Any], now: datetime) -> beliefs_import.Outc
     probability = data.get("top_probability")
     if before is not None and not isinstance(before, dict):
         raise fmt.LineError("verdict_before must be the belief_verdict object the outcome kept")
-    if probability is not None and (isinstance(probability, bool) or not isinstance(probability, (int, float))):
+    if probability is not None and (
+        isinstance(probability, bool) or not isinstance(probability, (int, float))
+    ):
         raise fmt.LineError("top_probability must be a number from 0 to 1")
     return beliefs_import.OutcomeDraft(
         key=key, confirmed_value=value, confirmed_by=fmt.optional_text(data, "confirmed_by", 150),

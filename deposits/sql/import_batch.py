@@ -21,7 +21,10 @@ _LIVE_COLUMNS = [f"live_{p}" for p in POLARITIES]
 # `kept`), and the superseded ones.
 _COUNTS = ", ".join(
     [f"count(*) FILTER (WHERE d.live AND d.polarity = '{p}') AS live_{p}" for p in POLARITIES]
-    + [f"max(d.created_at) FILTER (WHERE d.live AND d.polarity = '{p}') AS newest_{p}_at" for p in DIRECTIONAL]
+    + [
+        f"max(d.created_at) FILTER (WHERE d.live AND d.polarity = '{p}') AS newest_{p}_at"
+        for p in DIRECTIONAL
+    ]
     + [f"count(*) FILTER (WHERE d.polarity = '{p}') AS kept_{p}" for p in DIRECTIONAL]
     + ["count(*) FILTER (WHERE NOT d.live) AS kept_superseded"]
 )

@@ -7,6 +7,7 @@ while a 200 MB export and its import stream through it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import io
 import json
@@ -127,7 +128,10 @@ def test_forget_needs_the_id_typed_again_and_the_erase_permission(served, mover)
     with pytest.raises(InputValidationError) as refused:
         mover.for_user(owner).forget(confirm="someone-else")
     assert refused.value.field == "confirm"
-    with Memory(base_url=served.url, api_key=served.keys["client-rw"]) as writer, pytest.raises(PermissionDeniedError):
+    with (
+        Memory(base_url=served.url, api_key=served.keys["client-rw"]) as writer,
+        pytest.raises(PermissionDeniedError),
+    ):
         writer.for_user(owner).forget(confirm=owner)
     result = mover.for_user(owner).forget(confirm=owner)
     assert (result.deposits, result.edges, result.keys_tombstoned) == (4, 1, 5)  # the client keys every add
@@ -145,7 +149,9 @@ def test_a_mem0_export_is_recalled_through_the_client(mover):
     assert set(hit.tags) == {"mem0:place=名古屋", "mem0:source=onboarding"}
     assert hit.deposit.artifact_refs == ("mem0:7f6e3a2c-1b0d-4e8f-9a7b-2c3d4e5f6a02",)
     assert mover.for_user(owner).recall("café")[0].content == "Runs the café on Rue de Rivoli on Saturdays ☕"
-    assert mover.for_user(owner).import_(FIXTURES / "mem0_export.json", format="mem0").deposits.duplicates == 4
+    assert (
+        mover.for_user(owner).import_(FIXTURES / "mem0_export.json", format="mem0").deposits.duplicates == 4
+    )
 
 
 # --- The CLI ---------------------------------------------------------------------------------
@@ -164,9 +170,14 @@ def test_the_cli_exports_imports_and_forgets(served, admin_key, mover, tmp_path,
     monkeypatch.setenv("ATLASO_API_KEY", admin_key)
     code, out, err = atlaso("export", owner, "-o", str(tmp_path / "m.jsonl"))
     assert code == 0, err
-    assert err == f"exported {owner} to {tmp_path / 'm.jsonl'}: 4 deposits, 1 edges, 1 retractions, 1 observations, 0 outcomes\n"
+    assert (
+        err
+        == f"exported {owner} to {tmp_path / 'm.jsonl'}: 4 deposits, 1 edges, 1 retractions, 1 observations, 0 outcomes\n"
+    )
     code, out, err = atlaso("import", copy, str(tmp_path / "m.jsonl"), "--dry-run")
-    assert code == 0 and out.startswith(f"would import into {copy}") and re.search(r"deposits\s+4 new", out), out
+    assert (
+        code == 0 and out.startswith(f"would import into {copy}") and re.search(r"deposits\s+4 new", out)
+    ), out
     code, out, err = atlaso("import", copy, str(tmp_path / "m.jsonl"), "--json")
     assert code == 0 and json.loads(out)["deposits"] == {"committed": 4, "duplicates": 0, "failed": 0}
     assert err == ""  # no progress bar off a terminal, nor with --json
@@ -211,11 +222,20 @@ def test_the_cli_import_shows_a_progress_bar_on_a_terminal(served, admin_key, tm
 # --- Cut short, run again --------------------------------------------------------------------
 
 
-def write_export(path: Path, *, deposits: int, content_size: int, owner: str = "generated", seed: int = 5) -> int:
+def write_export(
+    path: Path, *, deposits: int, content_size: int, owner: str = "generated", seed: int = 5
+) -> int:
     """An atlaso-export file of `deposits` claims (open and directional, bags of about 25), each
     about `content_size` characters; returns its size in bytes."""
     rng = random.Random(seed)
     words = [f"w{n}" for n in range(4000)] + ["lighthouse", "harbour", "lamp", "keeper", "tide"]
+    # A pool of texts drawn once: drawing every word of 200 MB of claims would take minutes.
+    pool = []
+    for _ in range(4096):
+        text: list[str] = []
+        while sum(len(w) + 1 for w in text) < content_size:
+            text.append(rng.choice(words))
+        pool.append(" ".join(text))
     header = {
         "kind": "atlaso_export", "version": 1, "user_id": owner, "exported_at": "2026-01-01T00:00:00+00:00",
         "server_version": "test", "counts": {"deposits": deposits, "edges": 0, "retractions": 0,
@@ -224,13 +244,10 @@ def write_export(path: Path, *, deposits: int, content_size: int, owner: str = "
     with open(path, "w", encoding="utf-8") as out:
         out.write(json.dumps(header) + "\n")
         for n in range(deposits):
-            text = []
-            while sum(len(w) + 1 for w in text) < content_size:
-                text.append(rng.choice(words))
             polarity = rng.choice(["open", "open", "positive", "negative"])
             line = {
                 "kind": "deposit", "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                "content": f"claim {n}: " + " ".join(text), "polarity": polarity,
+                "content": f"claim {n}: {pool[rng.randrange(len(pool))]}", "polarity": polarity,
                 "evidence_grade": "observed", "artifact_refs": ["s3://gen/1"],
                 "scope": {"model": f"m{n // 25 % 400}", "dataset": "gen", "env": "prod"},
                 "created_at": f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}T12:00:00.{n % 1000000:06d}+00:00",
@@ -256,7 +273,9 @@ def _stored(m: Memory, owner: str) -> int:
     return m.for_user(owner).list_recent(limit=1).total
 
 
-def test_an_import_cut_short_by_a_lost_connection_then_run_again_holds_one_copy(served, admin_key, mover, tmp_path):
+def test_an_import_cut_short_by_a_lost_connection_then_run_again_holds_one_copy(
+    served, admin_key, mover, tmp_path
+):
     path = tmp_path / "cut.jsonl"
     write_export(path, deposits=12000, content_size=200, seed=7)
     owner = f"cut-{uuid.uuid4().hex[:8]}"
@@ -306,7 +325,7 @@ def test_an_import_whose_worker_is_killed_then_run_again_holds_one_copy(served, 
         with Memory(base_url=served.url, api_key=admin_key, max_retries=0, timeout=60) as once:
             try:
                 once.for_user(owner).import_(path)
-            except Exception as error:  # noqa: BLE001 (the cut is the point)
+            except Exception as error:
                 failure.append(error)
 
     sender = threading.Thread(target=send)
@@ -331,7 +350,10 @@ def _wait_for_workers(served: ServedAtlaso) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{served.url}/api/v1/tiers", timeout=2).status_code == 401 and len(_workers(served)) >= 2:
+            if (
+                httpx.get(f"{served.url}/api/v1/tiers", timeout=2).status_code == 401
+                and len(_workers(served)) >= 2
+            ):
                 return
         except httpx.TransportError:
             pass
@@ -373,10 +395,8 @@ class _Sampler:
     def _run(self) -> None:
         while not self._stop.wait(0.05):
             for pid in self.pids:
-                try:
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                     self.peak[pid] = max(self.peak[pid], _rss_mib(pid))
-                except (FileNotFoundError, ProcessLookupError):
-                    pass
 
     def __enter__(self) -> _Sampler:
         self._thread.start()
@@ -392,7 +412,10 @@ class _Sampler:
 
 
 @pytest.mark.once
-@pytest.mark.skipif(not os.environ.get("DATABASE_URL"), reason="needs PostgreSQL (DATABASE_URL): 200 MB through SQLite takes minutes")
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL"),
+    reason="needs PostgreSQL (DATABASE_URL): 200 MB through SQLite takes minutes",
+)
 def test_a_200_mb_import_and_its_export_stream_through_the_web_worker_in_flat_memory(
     served, admin_key, mover, tmp_path, figures
 ):

@@ -41,7 +41,9 @@ class Raw:
         return response.status_code, body, response
 
     def import_(self, user: str, body: bytes, query: str = "") -> tuple[int, dict[str, Any]]:
-        response = self.client.post(f"/api/v1/users/{user}/import{query}", body, content_type="application/x-ndjson")
+        response = self.client.post(
+            f"/api/v1/users/{user}/import{query}", body, content_type="application/x-ndjson"
+        )
         return response.status_code, json.loads(response.content)
 
 
@@ -68,7 +70,9 @@ def admin() -> Raw:
 def alice(api: ApiClient) -> dict[str, str]:
     """Alice's memory: a claim, one it contradicts by a correction since retracted, a belief."""
     channel_get_or_create(name="agent-a", tier_name="agent_own")
-    first = api.post("/users/alice/deposits", _claim("the threshold holds at 0.7", idempotency_key="k-first")).body
+    first = api.post(
+        "/users/alice/deposits", _claim("the threshold holds at 0.7", idempotency_key="k-first")
+    ).body
     second = api.post("/users/alice/deposits", _claim("the threshold fails at 0.7", "negative")).body
     fix = api.post(
         "/users/alice/contradict",
@@ -105,21 +109,29 @@ def test_the_export_is_a_header_then_each_kind_in_an_order_an_importer_can_write
 
 
 def test_the_export_is_gzip_when_the_client_accepts_it_and_leaves_out_retractions_when_asked(admin, alice):
-    status, body, response = admin.export("alice", HTTP_ACCEPT_ENCODING="br, gzip;q=0.8")
+    _, body, response = admin.export("alice", HTTP_ACCEPT_ENCODING="br, gzip;q=0.8")
     assert response["Content-Encoding"] == "gzip"
     plain = lines_of(gzip.decompress(body))
     assert [line["kind"] for line in plain].count("deposit") == 3
-    _, refused_gzip, response = admin.export("alice", HTTP_ACCEPT_ENCODING="gzip;q=0")
+    _, _, response = admin.export("alice", HTTP_ACCEPT_ENCODING="gzip;q=0")
     assert not response.has_header("Content-Encoding")
     _, live_only, _ = admin.export("alice", "?include_retracted=false")
     lines = lines_of(live_only)
-    assert lines[0]["counts"] == {"deposits": 2, "edges": 0, "retractions": 0, "observations": 1, "outcomes": 0}
+    assert lines[0]["counts"] == {
+        "deposits": 2,
+        "edges": 0,
+        "retractions": 0,
+        "observations": 1,
+        "outcomes": 0,
+    }
     assert alice["fix"] not in live_only.decode()
 
 
 def test_export_and_import_need_read_and_write_on_the_owner(alice):
     _, reader = api_key_create(name="r", channel_name="reader", permissions=["read"])
-    _, tenant = api_key_create(name="t", channel_name="tenant", permissions=["read", "write"], user_prefix="tenant-a:")
+    _, tenant = api_key_create(
+        name="t", channel_name="tenant", permissions=["read", "write"], user_prefix="tenant-a:"
+    )
     assert Raw(reader).export("alice")[0] == 200
     assert Raw(reader).import_("alice", ndjson(HEADER))[0] == 403
     assert Raw(tenant).export("alice")[0] == 403
@@ -147,8 +159,15 @@ def test_an_import_writes_the_good_lines_and_names_each_bad_one(admin, alice):
     failed = {entry["line"]: entry["error"] for entry in result["failed_lines"]}
     assert sorted(failed) == [3, 4, 5, 6, 7]
     assert "'bag' is not a kind of line" in failed[3]["message"] and failed[3]["allowed"][0] == "deposit"
-    assert failed[4]["code"] == "missing_contradicts" and failed[4]["missing"] == ["00000000-0000-4000-8000-000000000000"]
-    assert failed[5]["field"] == "polarity" and failed[5]["allowed"] == ["positive", "negative", "cautionary", "open"]
+    assert failed[4]["code"] == "missing_contradicts" and failed[4]["missing"] == [
+        "00000000-0000-4000-8000-000000000000"
+    ]
+    assert failed[5]["field"] == "polarity" and failed[5]["allowed"] == [
+        "positive",
+        "negative",
+        "cautionary",
+        "open",
+    ]
     assert "in the future" in failed[6]["message"]
     assert "cut short" in failed[7]["message"]
     assert result["is_partial"] is True
@@ -195,33 +214,53 @@ def test_a_dry_run_reports_what_would_happen_and_writes_nothing(admin, alice):
 
 
 def test_the_gate_judges_every_line_and_abort_stops_at_the_first_it_refuses(admin):
-    broad_positive = {"kind": "deposit", "id": "11111111-1111-4111-8111-111111111111", "content": "it always works",
-                      "polarity": "positive", "evidence_grade": "anecdotal", "created_at": "2025-01-01T00:00:00+00:00"}
+    broad_positive = {
+        "kind": "deposit",
+        "id": "11111111-1111-4111-8111-111111111111",
+        "content": "it always works",
+        "polarity": "positive",
+        "evidence_grade": "anecdotal",
+        "created_at": "2025-01-01T00:00:00+00:00",
+    }
     fine = {"kind": "deposit", "id": "22222222-2222-4222-8222-222222222222", "content": "a note",
             "created_at": "2025-01-02T00:00:00+00:00"}  # fmt: skip
     body = ndjson(HEADER, fine, broad_positive, {**fine, "id": "33333333-3333-4333-8333-333333333333"})
-    status, skipped = admin.import_("fay", body)
+    _, skipped = admin.import_("fay", body)
     assert skipped["deposits"] == {"committed": 2, "duplicates": 0, "failed": 1}
     assert skipped["failed_lines"][0]["error"]["code"] == "gate_rejected"
     assert "replicated" in skipped["failed_lines"][0]["error"]["gate_reason"]
-    status, aborted = admin.import_("gus", body, "?on_gate_reject=abort")
-    assert aborted["deposits"] == {"committed": 1, "duplicates": 0, "failed": 1} and aborted["is_partial"] is True
+    _, aborted = admin.import_("gus", body, "?on_gate_reject=abort")
+    assert (
+        aborted["deposits"] == {"committed": 1, "duplicates": 0, "failed": 1}
+        and aborted["is_partial"] is True
+    )
     assert list(Deposit.objects.filter(user_id="gus").values_list("content", flat=True)) == ["a note"]
 
 
 def test_a_writer_key_records_every_line_on_its_own_channel_an_admin_key_keeps_the_lines(admin, api, alice):
     _, body, _ = admin.export("alice")
-    _, secret = api_key_create(name="w", channel_name="importer", tier_name="web_fetch", permissions=["read", "write"])
+    _, secret = api_key_create(
+        name="w", channel_name="importer", tier_name="web_fetch", permissions=["read", "write"]
+    )
     Raw(secret).import_("hal", body)
     assert set(Deposit.objects.filter(user_id="hal").values_list("channel", flat=True)) == {"importer"}
-    assert set(BeliefRevision.objects.filter(user_id="hal").values_list("channel", "tier")) == {("importer", "web_fetch")}
+    assert set(BeliefRevision.objects.filter(user_id="hal").values_list("channel", "tier")) == {
+        ("importer", "web_fetch")
+    }
     admin.import_("ida", body)
     assert set(Deposit.objects.filter(user_id="ida").values_list("channel", flat=True)) == {"agent-a"}
-    assert set(BeliefRevision.objects.filter(user_id="ida").values_list("channel", "tier")) == {("agent-a", "agent_own")}
+    assert set(BeliefRevision.objects.filter(user_id="ida").values_list("channel", "tier")) == {
+        ("agent-a", "agent_own")
+    }
     # Ids another owner holds: new ones, and the edge between them found through them.
     new_ids = set(Deposit.objects.filter(user_id="ida").values_list("id", flat=True))
     assert not new_ids & set(Deposit.objects.filter(user_id="alice").values_list("id", flat=True))
-    assert Contradiction.objects.filter(user_id="ida", new_deposit_id__in=new_ids, old_deposit_id__in=new_ids).count() == 1
+    assert (
+        Contradiction.objects.filter(
+            user_id="ida", new_deposit_id__in=new_ids, old_deposit_id__in=new_ids
+        ).count()
+        == 1
+    )
 
 
 def test_a_mem0_export_arrives_as_open_anecdotal_claims_with_its_metadata_and_ids(admin, api):
@@ -252,6 +291,8 @@ def test_import_answers_are_declared_in_the_schema(admin):
     schema = admin.client.get("/api/v1/openapi.json").json()
     operation = schema["paths"]["/api/v1/users/{user_id}/import"]["post"]
     assert "application/x-ndjson" in operation["requestBody"]["content"]
-    assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("ImportResultOut")
+    assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "ImportResultOut"
+    )
     exported = schema["paths"]["/api/v1/users/{user_id}/export"]["get"]["responses"]["200"]
     assert "application/x-ndjson" in exported["content"]

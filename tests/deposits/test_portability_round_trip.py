@@ -55,8 +55,12 @@ QUERIES = ["marker", "claim", "correction", "resolved marker"]
 
 operations = st.lists(
     st.one_of(
-        st.tuples(st.just("add"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1), st.booleans()),
-        st.tuples(st.just("bulk"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1), st.integers(1, 4)),
+        st.tuples(
+            st.just("add"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1), st.booleans()
+        ),
+        st.tuples(
+            st.just("bulk"), st.sampled_from(POLARITIES), st.integers(0, len(SCOPES) - 1), st.integers(1, 4)
+        ),
         st.tuples(st.just("correct"), st.sampled_from(POLARITIES), st.integers(0, 50), st.booleans()),
         st.tuples(st.just("retract"), st.just(""), st.integers(0, 50), st.booleans()),
         st.tuples(st.just("erase"), st.just(""), st.integers(0, 50), st.booleans()),
@@ -99,7 +103,11 @@ def _write(user: str, ops: list[tuple[str, str, int, bool]]) -> None:  # noqa: C
             target = written[pick % len(written)]
             if not Deposit.objects.filter(pk=target, retracted_at__isnull=True).exists():
                 continue
-            data = {**_body(word, f"marker correction {n}", SCOPES[0]), "contradicts": [target], "reason": "re-measured"}
+            data = {
+                **_body(word, f"marker correction {n}", SCOPES[0]),
+                "contradicts": [target],
+                "reason": "re-measured",
+            }
             if flag:
                 data.pop("scope")
             correction = validate_correction(user, data)
@@ -121,7 +129,11 @@ def _write(user: str, ops: list[tuple[str, str, int, bool]]) -> None:  # noqa: C
         elif kind == "resolve":
             _resolve(user, SCOPES[pick])
         elif kind == "undo":
-            undoable = list(Resolution.objects.filter(user_id=user, undone_at__isnull=True).values_list("deposit_id", flat=True))
+            undoable = list(
+                Resolution.objects.filter(user_id=user, undone_at__isnull=True).values_list(
+                    "deposit_id", flat=True
+                )
+            )
             if undoable:
                 resolution_undo(user_id=user, deposit_id=str(undoable[pick % len(undoable)]), reviewer="rita")
 
@@ -162,9 +174,9 @@ def _view(user: str, now: datetime, ids: dict[str, str] | None = None) -> dict[s
     }
     edges = {
         (name(new), name(old)): (reason, created_at, superseding)
-        for new, old, reason, created_at, superseding in Contradiction.objects.filter(user_id=user).values_list(
-            "new_deposit_id", "old_deposit_id", "reason", "created_at", "superseding"
-        )
+        for new, old, reason, created_at, superseding in Contradiction.objects.filter(
+            user_id=user
+        ).values_list("new_deposit_id", "old_deposit_id", "reason", "created_at", "superseding")
     }
     facets = ("model", "dataset", "env", "version", "n", "seed")
     counted = (
@@ -174,7 +186,9 @@ def _view(user: str, now: datetime, ids: dict[str, str] | None = None) -> dict[s
     )  # fmt: skip
     # The bags that hold a deposit: one whose every deposit was erased stays empty where it was,
     # and is never made where the memory arrives.
-    holding = ScopeBag.objects.filter(user_id=user, id__in=Deposit.objects.filter(user_id=user).values("bag_id"))
+    holding = ScopeBag.objects.filter(
+        user_id=user, id__in=Deposit.objects.filter(user_id=user).values("bag_id")
+    )
     resolved = set(holding.resolved().values_list("env", flat=True))
     bags = {
         tuple(row[f] for f in facets): (tuple(row[c] for c in counted), row["env"] in resolved)
@@ -201,7 +215,9 @@ def _view(user: str, now: datetime, ids: dict[str, str] | None = None) -> dict[s
         verdict.pop("updated_at")
         verdicts[key] = verdict
     # An owner whose every deposit was erased keeps a tally of nothing; one never written has none.
-    tally = OwnerTally.objects.filter(user_id=user).values_list("live_deposits", "open_conflicts").first() or (0, 0)
+    tally = OwnerTally.objects.filter(user_id=user).values_list(
+        "live_deposits", "open_conflicts"
+    ).first() or (0, 0)
     return {
         "deposits": deposits, "edges": edges, "bags": bags, "episodes": episodes, "recalls": recalls,
         "verdicts": verdicts, "tally": tally,
@@ -228,7 +244,14 @@ def _assert_nothing_new(result: ImportResult) -> None:
 @given(ops=operations)
 # A retracted correction (what it corrected is live again), and a resolution undone after an
 # observation, a confirmed value and an erasure: each is tried whatever the draw.
-@example(ops=[("add", "positive", 0, False), ("add", "negative", 0, False), ("correct", "positive", 1, False), ("retract", "", 2, False)])
+@example(
+    ops=[
+        ("add", "positive", 0, False),
+        ("add", "negative", 0, False),
+        ("correct", "positive", 1, False),
+        ("retract", "", 2, False),
+    ]
+)
 @example(
     ops=[("add", "positive", 0, True), ("add", "negative", 0, False), ("resolve", "", 0, False), ("undo", "", 0, False),
          ("observe", "six", 1, False), ("confirm", "five", 0, False), ("erase", "", 0, False)]

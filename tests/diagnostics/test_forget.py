@@ -67,21 +67,39 @@ def memory_of(owner: str, api: ApiClient) -> dict[str, Any]:
     keys["add"] = (f"{owner}-k1", _claim(said[0], "positive", idempotency_key=f"{owner}-k1"))
     bulk = api.post(
         f"/users/{owner}/deposits/bulk",
-        {"items": [_claim(said[3], "positive", idempotency_key=f"{owner}-b1", belief={"key": "diet.milk", "value": "oat"})]},
+        {
+            "items": [
+                _claim(
+                    said[3],
+                    "positive",
+                    idempotency_key=f"{owner}-b1",
+                    belief={"key": "diet.milk", "value": "oat"},
+                )
+            ]
+        },
     )
     assert bulk.status == 200 and not bulk.body["failed"], bulk.body
-    keys["bulk"] = (f"{owner}-b1", _claim(said[3], "positive", idempotency_key=f"{owner}-b1", belief={"key": "diet.milk", "value": "oat"}))
+    keys["bulk"] = (
+        f"{owner}-b1",
+        _claim(
+            said[3], "positive", idempotency_key=f"{owner}-b1", belief={"key": "diet.milk", "value": "oat"}
+        ),
+    )
     correction = {"content": said[2], "contradicts": [second.body["deposit"]["id"]], "reason": f"{owner} re-checked",
                   "polarity": "positive", "evidence_grade": "verified", "artifact_refs": ["s3://runs/9"],
                   "idempotency_key": f"{owner}-c1"}  # fmt: skip
     corrected = api.post(f"/users/{owner}/contradict", correction)
     assert corrected.status == 201, corrected.body
     keys["contradict"] = (f"{owner}-c1", correction)
-    erased = api.post(f"/users/{owner}/deposits", _claim(said[4], "cautionary", idempotency_key=f"{owner}-e1"))
+    erased = api.post(
+        f"/users/{owner}/deposits", _claim(said[4], "cautionary", idempotency_key=f"{owner}-e1")
+    )
     api.delete(f"/users/{owner}/deposits/{erased.body['deposit']['id']}?mode=hard")
     keys["erased"] = (f"{owner}-e1", _claim(said[4], "cautionary", idempotency_key=f"{owner}-e1"))
     api.delete(f"/users/{owner}/deposits/{corrected.body['deposit']['id']}?reason=retracted%20for%20{owner}")
-    observed = api.post(f"/users/{owner}/beliefs/diet.milk/observations", {"value": said[5], "idempotency_key": f"{owner}-o1"})
+    observed = api.post(
+        f"/users/{owner}/beliefs/diet.milk/observations", {"value": said[5], "idempotency_key": f"{owner}-o1"}
+    )
     assert observed.status == 201, observed.body
     keys["observation"] = (f"{owner}-o1", {"value": said[5], "idempotency_key": f"{owner}-o1"})
     channel = Channel.objects.select_related("tier").get(name="agent-a")
@@ -116,7 +134,9 @@ def rows_of(owner: str) -> dict[str, list[str]]:
     """Every row of the owner in every table with a user_id (but the recall log, which each read
     of recall adds to), as text."""
     return {
-        model._meta.db_table: sorted(repr(sorted(row.items())) for row in model.objects.filter(user_id=owner).values())
+        model._meta.db_table: sorted(
+            repr(sorted(row.items())) for row in model.objects.filter(user_id=owner).values()
+        )
         for model in owner_models()
         if model is not RecallLog
     }
@@ -131,7 +151,9 @@ def scan(needles: list[str]) -> tuple[list[str], dict[str, list[str]]]:
             cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
             for row in cursor.fetchall():
                 text = " ".join(
-                    bytes(value).decode("utf-8", "replace") if isinstance(value, (bytes, memoryview)) else str(value)
+                    bytes(value).decode("utf-8", "replace")
+                    if isinstance(value, (bytes, memoryview))
+                    else str(value)
                     for value in row
                 )
                 for needle in needles:
@@ -158,7 +180,9 @@ def world(db: None) -> dict[str, Any]:
 
 def test_forgetting_an_owner_leaves_nothing_of_it_and_every_other_owner_as_it_was(world, figures):
     kept_before = rows_of(KEPT)
-    assert all(kept_before[table] for table in ("deposits_deposit", "beliefs_beliefrevision", "diagnostics_snapshot"))
+    assert all(
+        kept_before[table] for table in ("deposits_deposit", "beliefs_beliefrevision", "diagnostics_snapshot")
+    )
     never = view(NEVER)
     assert view(GONE) != never
     eraser = make_client(channel="gdpr-desk", perms=("read", "write", "erase"))
@@ -189,7 +213,7 @@ def test_forgetting_an_owner_leaves_nothing_of_it_and_every_other_owner_as_it_wa
     assert view(GONE) == never
     # A replay of any of its keys is 410 erased, and writes nothing.
     writer = world["writer"]
-    for route, (key, body) in world["gone_keys"].items():
+    for route, (_, body) in world["gone_keys"].items():
         path = {
             "add": "/deposits", "erased": "/deposits", "bulk": "/deposits/bulk",
             "contradict": "/contradict", "observation": "/beliefs/diet.milk/observations",
@@ -244,7 +268,7 @@ def test_forgetting_needs_the_erase_permission_the_owner_and_the_id_typed_again(
     assert confined.delete(f"/users/{KEPT}").status == 422
     assert Deposit.objects.filter(user_id=KEPT).exists()
     # Forgetting an owner that holds nothing changes nothing, and says so.
-    again = confined.delete(f"/users/keep-nobody?confirm=keep-nobody")
+    again = confined.delete("/users/keep-nobody?confirm=keep-nobody")
     assert again.body == {
         "kind": "forget_result", "user_id": "keep-nobody", "deposits": 0, "edges": 0, "observations": 0,
         "beliefs": 0, "keys_tombstoned": 0,
@@ -254,11 +278,14 @@ def test_forgetting_needs_the_erase_permission_the_owner_and_the_id_typed_again(
 def test_an_owner_forgotten_writes_anew_with_new_keys_and_its_tombstones_expire(world):
     owner_forget(user_id=GONE)
     writer = world["writer"]
-    fresh = writer.post(f"/users/{GONE}/deposits", _claim("a new claim after forgetting", "positive", idempotency_key="new-key"))
+    fresh = writer.post(
+        f"/users/{GONE}/deposits",
+        _claim("a new claim after forgetting", "positive", idempotency_key="new-key"),
+    )
     assert fresh.status == 201
     later = timezone.now() + timezone.timedelta(hours=25)
     from deposits.services.deposits import idempotency_expire
 
     assert idempotency_expire(now=later)["deleted"] >= 6
-    key, body = world["gone_keys"]["add"]
+    _, body = world["gone_keys"]["add"]
     assert writer.post(f"/users/{GONE}/deposits", body).status == 201

@@ -25,7 +25,10 @@ def test_a_reviewer_may_export_an_owner_but_only_an_operator_is_offered_forgetti
     page = reviewer.get("/owners/alice/").content.decode()
     assert '<a class="button" href="/owners/alice/export/" download>Export</a>' in page
     assert "/owners/alice/forget/" not in page
-    assert '<a class="button danger" href="/owners/alice/forget/">Forget this owner</a>' in operator.get("/owners/alice/").content.decode()
+    assert (
+        '<a class="button danger" href="/owners/alice/forget/">Forget this owner</a>'
+        in operator.get("/owners/alice/").content.decode()
+    )
     assert reviewer.get("/owners/alice/forget/").status_code == 403
     assert reviewer.post("/owners/alice/forget/", {"confirm": "alice"}).status_code == 403
     assert Deposit.objects.filter(user_id="alice").count() == 6
@@ -44,7 +47,7 @@ def test_export_downloads_the_owners_file(alice):
 def test_forgetting_asks_for_the_id_typed_again_and_names_what_goes(alice):
     operator = logged_in("operator")
     page = operator.get("/owners/alice/forget/").content.decode()
-    assert "<h1>Forget <span class=\"owner-id\">alice</span></h1>" in page
+    assert '<h1>Forget <span class="owner-id">alice</span></h1>' in page
     assert "<strong>6</strong> deposits" in page and "<strong>3</strong> bags" in page
     assert "<strong>1</strong> belief observation" in page
     assert '<button type="submit" class="danger solid">Forget this owner</button>' in page

@@ -284,10 +284,14 @@ class AsyncMemory:
             taint_tier=taint_tier, source_id=source_id,
         )  # fmt: skip
 
-    async def export(self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True) -> ExportHeader:
+    async def export(
+        self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
+    ) -> ExportHeader:
         return await self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
 
-    async def iter_export(self, *, user_id: str, include_retracted: bool = True) -> AsyncIterator[dict[str, Any]]:
+    async def iter_export(
+        self, *, user_id: str, include_retracted: bool = True
+    ) -> AsyncIterator[dict[str, Any]]:
         async for line in self.for_user(user_id).iter_export(include_retracted=include_retracted):
             yield line
 

@@ -288,7 +288,9 @@ class Memory:
             taint_tier=taint_tier, source_id=source_id,
         )  # fmt: skip
 
-    def export(self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True) -> ExportHeader:
+    def export(
+        self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
+    ) -> ExportHeader:
         return self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
 
     def iter_export(self, *, user_id: str, include_retracted: bool = True) -> Iterator[dict[str, Any]]:
@@ -499,7 +501,9 @@ class UserHandle:
         """Write the owner's whole memory (atlaso-export v1) to a file, gzip when its name ends
         in `.gz`, as it arrives; returns its header (counts of each kind)."""
         sink = ExportSink(path_or_file)
-        response = self._memory._run(ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip))
+        response = self._memory._run(
+            ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip)
+        )
         try:
             gzipped = response.headers.get("content-encoding", "") == "gzip"
             sink.open(arrives_gzipped=gzipped)

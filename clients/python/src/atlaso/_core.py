@@ -143,7 +143,9 @@ def build_request(settings: Settings, operation: Operation[Any]) -> httpx.Reques
     if operation.slow:
         # A transfer of a whole memory: its answer may come only after the last byte is written
         # (an import's), or its pieces with the server's reads between them (an export's).
-        extensions["timeout"] = httpx.Timeout(settings.timeout, read=max(settings.timeout, SLOW_READ)).as_dict()
+        extensions["timeout"] = httpx.Timeout(
+            settings.timeout, read=max(settings.timeout, SLOW_READ)
+        ).as_dict()
     return httpx.Request(
         operation.method,
         settings.api_root + operation.path,

@@ -249,6 +249,10 @@ def _total_lines(first: bytes) -> int | None:
         header = json.loads(first)
     except ValueError:
         return None
-    if isinstance(header, dict) and header.get("kind") == "atlaso_export" and isinstance(header.get("counts"), dict):
+    if (
+        isinstance(header, dict)
+        and header.get("kind") == "atlaso_export"
+        and isinstance(header.get("counts"), dict)
+    ):
         return 1 + sum(int(v) for v in header["counts"].values() if isinstance(v, int))
     return None

@@ -93,7 +93,9 @@ def _parser() -> argparse.ArgumentParser:
 
     imports = commands.add_parser("import", help="import a file into an owner's memory (ours, or mem0's)")
     imports.add_argument("user", help="the memory owner (user_id) the memory moves to")
-    imports.add_argument("file", help="an atlaso-export file (plain or .gz), or with --format mem0 a mem0 export")
+    imports.add_argument(
+        "file", help="an atlaso-export file (plain or .gz), or with --format mem0 a mem0 export"
+    )
     imports.add_argument("--format", choices=["atlaso", "mem0"], default="atlaso")
     imports.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
     imports.add_argument("--on-gate-reject", choices=["skip", "abort"], default="skip")
@@ -269,7 +271,9 @@ def _import(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO
     out.write(f"{verb} into {user.user_id} in {seconds:.1f} s ({result.lines:,} lines):\n")
     for kind in ("deposits", "edges", "retractions", "observations", "outcomes"):
         counts = getattr(result, kind)
-        out.write(f"  {kind:<13} {counts.committed:>9,} new · {counts.duplicates:,} already there · {counts.failed:,} failed\n")
+        out.write(
+            f"  {kind:<13} {counts.committed:>9,} new · {counts.duplicates:,} already there · {counts.failed:,} failed\n"
+        )
     for failed in result.failed_lines[:10]:
         err.write(f"line {failed.line}: {failed.code}: {failed.message}\n")
     if result.failed > 10:
