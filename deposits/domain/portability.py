@@ -48,6 +48,9 @@ class Line:
     data: dict[str, Any] | None
     size: int
     error: str | None = None
+    # The line spells a character as an escape (\uXXXX): only then can a string of it hold NUL
+    # or a lone surrogate (JSON text has neither raw), so only then is it asked.
+    escaped: bool = True
 
 
 Read = Callable[[int], bytes]
@@ -160,7 +163,7 @@ def _parsed(number: int, raw: bytes, *, last: bool) -> Line:
         return Line(number, None, len(raw), f"the line is not JSON ({error})")
     if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
         return Line(number, None, len(raw), 'the line is not a JSON object with a "kind"')
-    return Line(number, data, len(raw))
+    return Line(number, data, len(raw), escaped=b"\\u" in raw)
 
 
 def parse_header(data: Mapping[str, Any] | None, error: str | None) -> str | None:

@@ -13,6 +13,8 @@ already is a duplicate.
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -237,39 +239,94 @@ def _mem0_lines(read: Callable[[int], bytes], limit: int | None) -> Iterator[fmt
     return fmt.mem0_lines(memories, now=timezone.now())
 
 
-def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
+@dataclass
+class _Prepared:
+    """A batch read, parsed, validated and gated (no database asked): what its transaction writes,
+    and the lines that failed before it (unreadable, of another kind, unstorable, refused)."""
+
+    by_kind: dict[str, list[fmt.Line]]
+    deposits: list[_DepositLine]
+    outcome: _Batch
+    last_line: int
+    # The first line the gate refused under `abort`: nothing from it on is written.
+    stop_at: int | None = None
+    # The body could not be read on after this batch.
+    broken: str | None = None
+
+
+def _prepared(importer: Importer, lines: Iterator[fmt.Line]) -> Iterator[_Prepared]:
+    """The body's lines in batches, each prepared; a body that breaks ends with one marked so."""
     batch: list[fmt.Line] = []
     size = 0
+    last = 1
     try:
         for line in lines:
-            result.lines = line.number
-            if line.data is None:
-                result.fail(line.number, invalid("line", line.error or "unreadable line"), None)
-                continue
+            last = line.number
             batch.append(line)
             size += line.size
             if len(batch) >= BATCH_LINES or size >= BATCH_BYTES:
-                if not _flush(importer, batch, result):
-                    return
+                yield _prepare(importer, batch, last)
                 batch, size = [], 0
     except fmt.BrokenInput as error:
-        if batch:
-            _flush(importer, batch, result)
-        result.stopped = True
-        result.fail(result.lines + 1, invalid("body", str(error)), None)
-        if not result.written:
-            raise invalid("body", str(error)) from None
+        prepared = _prepare(importer, batch, last)
+        prepared.broken = str(error)
+        yield prepared
         return
     if batch:
-        _flush(importer, batch, result)
+        yield _prepare(importer, batch, last)
 
 
-def _flush(importer: Importer, batch: list[fmt.Line], result: ImportResult) -> bool:
-    """Write one batch in its own transaction; False when the import stops here."""
+def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
+    outcome = _Batch()
+    by_kind: dict[str, list[fmt.Line]] = {kind: [] for kind in fmt.KINDS}
+    for line in batch:
+        if line.data is None:
+            outcome.fail(line.number, invalid("line", line.error or "unreadable line"), None)
+            continue
+        kind = line.data["kind"]
+        if kind not in by_kind:
+            outcome.fail(line.number, _other_kind(kind), None)
+            continue
+        if line.escaped and (found := first_unstorable(line.data)) is not None:
+            name, problem = found
+            outcome.fail(line.number, invalid(name, f"{name} holds {problem}"), kind)
+            continue
+        by_kind[kind].append(line)
+    deposits, stop_at = _check_deposits(importer, by_kind["deposit"], outcome, timezone.now())
+    if stop_at is not None:
+        for kind, lines in by_kind.items():
+            by_kind[kind] = [line for line in lines if line.number < stop_at]
+        deposits = [d for d in deposits if d.line < stop_at]
+    return _Prepared(by_kind, deposits, outcome, last, stop_at)
+
+
+def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
+    """Each batch written as the next is prepared: the body's reading, parsing and validation run
+    one batch ahead, beside the database's work on the batch before (a thread, a greenlet under
+    the gevent worker: it only reads the body and computes)."""
+    with Ahead(_prepared(importer, lines)) as batches:
+        for prepared in batches:
+            result.lines = prepared.last_line
+            _flush(importer, prepared, result)
+            if prepared.stop_at is not None:
+                result.stopped = True
+                return
+            if prepared.broken is not None:
+                result.stopped = True
+                result.fail(prepared.last_line + 1, invalid("body", prepared.broken), None)
+                if not result.written:
+                    raise invalid("body", prepared.broken)
+                return
+
+
+def _flush(importer: Importer, prepared: _Prepared, result: ImportResult) -> None:
+    """Write one batch in its own transaction, then count it (a batch that met a concurrent
+    writer of its rows is run again, and then finds them)."""
     for attempt in range(ATTEMPTS):
+        outcome = _Batch(counts={}, failed=list(prepared.outcome.failed))
         try:
             with transaction.atomic():
-                outcome, go_on = _write(importer, batch)
+                _write(importer, prepared, outcome)
         except (IntegrityError, DatabaseError) as error:
             if attempt + 1 < ATTEMPTS and _is_contention(error):
                 continue
@@ -279,9 +336,6 @@ def _flush(importer: Importer, batch: list[fmt.Line], result: ImportResult) -> b
         result.kinds()[kind].add(counts)
     for line, error, kind in sorted(outcome.failed, key=lambda f: f[0]):
         result.fail(line, error, kind)
-    if not go_on:
-        result.stopped = True
-    return go_on
 
 
 def _is_contention(error: Exception) -> bool:
@@ -290,37 +344,69 @@ def _is_contention(error: Exception) -> bool:
     return getattr(error.__cause__, "sqlstate", None) in (DEADLOCK, SERIALIZATION)
 
 
-def _write(importer: Importer, batch: list[fmt.Line]) -> tuple[_Batch, bool]:
-    """The batch's lines, kind by kind (deposits first: every other kind names them); the lines
-    after one the gate refused under `abort` are left out, and the import stops."""
-    outcome = _Batch()
+def _write(importer: Importer, prepared: _Prepared, outcome: _Batch) -> None:
+    """The batch's lines, kind by kind (deposits first: every other kind names them)."""
+    if connection.vendor == "postgresql":
+        # A batch lost in a crash is written again by the next run of the import (it is
+        # idempotent as a whole), so its commit need not wait for the disk.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
     now = timezone.now()
-    by_kind: dict[str, list[fmt.Line]] = {kind: [] for kind in fmt.KINDS}
-    for line in batch:
-        assert line.data is not None
-        kind = line.data["kind"]
-        if kind not in by_kind:
-            outcome.fail(line.number, _other_kind(kind), None)
-            continue
-        if (found := first_unstorable(line.data)) is not None:
-            name, problem = found
-            outcome.fail(line.number, invalid(name, f"{name} holds {problem}"), kind)
-            continue
-        by_kind[kind].append(line)
     tally = Tally(importer.user_id)
-    deposits, stop_at = _check_deposits(importer, by_kind["deposit"], outcome, now)
-    go_on = stop_at is None
-    if stop_at is not None:
-        for kind, lines in by_kind.items():
-            by_kind[kind] = [line for line in lines if line.number < stop_at]
-        deposits = [d for d in deposits if d.line < stop_at]
-    _write_deposits(importer, deposits, outcome, tally, now)
+    by_kind = prepared.by_kind
+    _write_deposits(importer, prepared.deposits, outcome, tally, now)
     _write_edges(importer, by_kind["edge"], outcome, tally, now)
     _write_retractions(importer, by_kind["retraction"], outcome, tally, now)
     _write_observations(importer, by_kind["observation"], outcome, now)
     _write_outcomes(importer, by_kind["outcome"], outcome, now)
     tally_write(tally)
-    return outcome, go_on
+
+
+class Ahead:
+    """The items of an iterator, made one ahead of their use in a thread of their own (under
+    gevent's patched threading, a greenlet); its error is raised where the item would be."""
+
+    _END = object()
+
+    def __init__(self, source: Iterator[Any], depth: int = 1) -> None:
+        self._queue: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._fill, args=(source,), daemon=True)
+
+    def _fill(self, source: Iterator[Any]) -> None:
+        try:
+            for item in source:
+                if not self._put((item, None)):
+                    return
+            self._put((self._END, None))
+        except BaseException as error:  # handed to the reader, raised there
+            self._put((self._END, error))
+
+    def _put(self, entry: tuple[Any, BaseException | None]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __enter__(self) -> Iterator[Any]:
+        self._thread.start()
+        return self._items()
+
+    def _items(self) -> Iterator[Any]:
+        while True:
+            item, error = self._queue.get()
+            if error is not None:
+                raise error
+            if item is self._END:
+                return
+            yield item
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _other_kind(kind: str) -> AtlasoError:
@@ -336,23 +422,52 @@ def _other_kind(kind: str) -> AtlasoError:
 # --- Which rows the import wrote before -------------------------------------------------------
 
 
-def _resolve(user_id: str, sources: Iterable[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+def _resolve(
+    user_id: str, sources: Iterable[uuid.UUID], *, taken: set[uuid.UUID] | None = None
+) -> dict[uuid.UUID, uuid.UUID]:
     """The owner's deposit for each source id the file names: the deposit filed under another id
-    (ImportedRow), else the owner's deposit of that very id. Ids it has neither of are missing."""
+    (ImportedRow), else the owner's deposit of that very id. Ids it has neither of are missing;
+    `taken` is told those another owner holds."""
     wanted = list(dict.fromkeys(sources))
     if not wanted:
         return {}
-    found = {
-        uuid.UUID(source): uuid.UUID(target)
-        for source, target in ImportedRow.objects.filter(
-            user_id=user_id, kind=ImportedRow.DEPOSIT, source__in=[str(s) for s in wanted]
-        ).values_list("source", "target")
-    }
+    found: dict[uuid.UUID, uuid.UUID] = {}
+    # An owner that never took a deposit under another id (most imports) has nothing to look up.
+    if ImportedRow.objects.filter(user_id=user_id, kind=ImportedRow.DEPOSIT).exists():
+        found = {
+            uuid.UUID(source): uuid.UUID(target)
+            for source, target in _rows(
+                f"SELECT source, target FROM {ImportedRow._meta.db_table} "
+                "WHERE user_id = %s AND kind = %s AND source {ids}",
+                [user_id, ImportedRow.DEPOSIT],
+                [str(s) for s in wanted],
+            )
+        }
     rest = [s for s in wanted if s not in found]
     if rest:
-        for own in Deposit.objects.filter(user_id=user_id, id__in=rest).values_list("id", flat=True):
-            found[own] = own
+        for held, owner in _rows("SELECT id, user_id FROM deposits_deposit WHERE id {ids}", [], rest):
+            if owner == user_id:
+                found[_uuid(held)] = _uuid(held)
+            elif taken is not None:
+                taken.add(_uuid(held))
     return found
+
+
+def _rows(sql: str, params: list[Any], ids: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """A lookup by a batch's ids, `sql` holding `{ids}` where they go: one array parameter on
+    PostgreSQL (thousands of placeholders cost more to build and parse than the lookup itself),
+    a list on SQLite."""
+    if connection.vendor == "postgresql":
+        return import_batch.rows(sql.format(ids="= ANY(%s)"), [*params, list(ids)])
+    marks = ", ".join(["%s"] * len(ids)) or "NULL"
+    values = [value.hex if isinstance(value, uuid.UUID) else value for value in ids]
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(ids=f"IN ({marks})"), [*params, *values])
+        return cursor.fetchall()
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
 
 # --- Deposits ---------------------------------------------------------------------------------
@@ -429,8 +544,8 @@ def _write_deposits(
     if not deposits:
         return
     user_id = importer.user_id
-    mine = _resolve(user_id, (d.source for d in deposits))
-    taken = set(Deposit.objects.filter(id__in=[d.source for d in deposits]).values_list("id", flat=True))
+    taken: set[uuid.UUID] = set()
+    mine = _resolve(user_id, (d.source for d in deposits), taken=taken)
     fresh: list[_DepositLine] = []
     seen: set[uuid.UUID] = set()
     moved: list[tuple[str, str, str, str]] = []
@@ -447,10 +562,16 @@ def _write_deposits(
     if not fresh:
         return
     by_bag: dict[str, NewDeposits] = {}
+    # A batch's deposits share few scopes: each bag id is hashed once (its key keeps each facet's
+    # type, as the bulk write's does, so 1 and True never share an id).
+    bag_ids: dict[tuple[object, ...], str] = {}
     rows = []
     for deposit in fresh:
         draft, scope = deposit.draft, deposit.draft.scope
-        bag = compute_bag_id(user_id, scope)
+        memo = (*scope.facets, *map(type, scope.facets))
+        bag = bag_ids.get(memo)
+        if bag is None:
+            bag = bag_ids[memo] = compute_bag_id(user_id, scope)
         new = by_bag.setdefault(bag, NewDeposits(scope))
         new.polarities.append((draft.polarity, deposit.created_at))
         new.texts.append(search_text(draft.content, scope.note))

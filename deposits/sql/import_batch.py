@@ -65,6 +65,11 @@ def _execute(sql: str, params: Sequence[object]) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
+def rows(sql: str, params: Sequence[object]) -> list[tuple]:
+    """A lookup's rows, its arrays bound on the server."""
+    return _execute(sql, params)
+
+
 def recount_bags(user_id: str, bag_ids: Sequence[str], now: datetime) -> int:
     """Count the bags again from their deposits in one statement, their rows locked first in id
     order (as bags_recount locks them); returns how many more live deposits they hold."""
