@@ -193,6 +193,9 @@ class Deposit(models.Model):
         indexes = [
             models.Index(fields=["user_id", "created_at"], name="deposit_user_created"),
             models.Index(fields=["user_id", "bag", "polarity", "created_at"], name="deposit_user_bag"),
+            # What the database asks of each bag row deleted (forgetting an owner): whether a
+            # deposit still names it. Without it, each is a scan of every deposit.
+            models.Index(fields=["bag"], name="deposit_bag"),
         ]
 
     def __str__(self) -> str:
@@ -354,6 +357,7 @@ class ConflictEpisode(models.Model):
         ]
         indexes = [
             models.Index(fields=["user_id", "ended_at"], name="episode_user_ended"),
+            models.Index(fields=["bag"], name="episode_bag"),
             models.Index(fields=["ended_at", "started_at"], name="episode_ended_started"),
             # The open conflicts oldest first, as the queue lists them and the desk hands them out.
             models.Index(
@@ -441,6 +445,7 @@ class ReviewSkip(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["reviewer", "bag"], name="skip_reviewer_bag")]
+        indexes = [models.Index(fields=["bag"], name="skip_bag")]
 
 
 class Resolution(models.Model):
@@ -465,6 +470,7 @@ class Resolution(models.Model):
             models.Index(fields=["created_at"], name="resolution_created"),
             models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
             models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
+            models.Index(fields=["bag"], name="resolution_bag"),
         ]
 
 
