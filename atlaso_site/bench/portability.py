@@ -25,7 +25,6 @@ from atlaso_site.bench.concurrent_recall import gunicorn
 from atlaso_site.bench.ingest import delete_ingested, ingest, ingest_batches
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.models import Deposit
-from deposits.services.portability import owner_import
 from diagnostics.forget import owner_forget
 
 IMPORT_PREFIX = "benchport-"
@@ -127,8 +126,10 @@ def bulk_ingest(total: int) -> Measured:
 
 
 def measure(owner: str, *, ingest_total: int, workers: int = 1) -> list[Measured]:
-    """Bulk ingest, then the owner's export and imports through one gunicorn; the store is left
-    as it was (the imported owners forgotten, timed)."""
+    """Bulk ingest, the owner's export through gunicorn, its import into a new owner (every id
+    taken) and again (every line a duplicate), then the owner forgotten and its export imported
+    back into it (every id free, as into a fresh database), and bulk ingest again; the new owner
+    is forgotten afterwards, so the store is left as it was."""
     results = [bulk_ingest(ingest_total)]
     deposits = Deposit.objects.filter(user_id=owner).count()
     key, secret = api_key_create(
@@ -136,8 +137,7 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1) -> list[Measured
         channel_name="bench-portability",
         permissions=["read", "write", "erase", "admin"],
     )
-    run = uuid.uuid4().hex[:6]
-    copies = [f"{IMPORT_PREFIX}{run}-http", f"{IMPORT_PREFIX}{run}-service"]
+    copy = f"{IMPORT_PREFIX}{uuid.uuid4().hex[:6]}"
     folder = Path(tempfile.mkdtemp(prefix="bench-portability-"))
     exported = folder / f"{owner}.jsonl"
     try:
@@ -163,40 +163,63 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1) -> list[Measured
                 results.append(
                     Measured(f"export through gunicorn ({size / 1024**2:,.0f} MB)", deposits, seconds, memory)
                 )
-                for label in (
-                    "import through gunicorn, ids taken (new ids, sources kept)",
-                    "the same import again (every line a duplicate)",
-                ):
-                    with Sampler(pids) as memory, open(exported, "rb") as body:
-                        started = time.perf_counter()
-                        answer = http.post(
-                            f"/api/v1/users/{copies[0]}/import",
-                            content=body,
-                            headers={"Content-Type": "application/x-ndjson", "Content-Length": str(size)},
-                        )
-                        seconds = time.perf_counter() - started
-                    answer.raise_for_status()
-                    counts = answer.json()["deposits"]
-                    note = f"{counts['committed']:,} new, {counts['duplicates']:,} duplicates, {counts['failed']:,} failed"
-                    results.append(Measured(label, deposits, seconds, memory, note))
-        with open(exported, "rb") as body:
-            started = time.perf_counter()
-            result = owner_import(user_id=copies[1], read=body.read, keep_provenance=True)
-            seconds = time.perf_counter() - started
-        results.append(
-            Measured("import through the service alone (no HTTP)", deposits, seconds,
-                     note=f"{result.deposits.committed:,} new")
-        )  # fmt: skip
+                results.append(
+                    _import(
+                        http,
+                        pids,
+                        exported,
+                        copy,
+                        deposits,
+                        "import into a new owner (every id taken: new ids, sources kept)",
+                    )
+                )
+                results.append(
+                    _import(
+                        http, pids, exported, copy, deposits, "the same import again (every line a duplicate)"
+                    )
+                )
+                started = time.perf_counter()
+                forgotten = owner_forget(user_id=owner)
+                results.append(
+                    Measured("forget the owner", forgotten.deposits, time.perf_counter() - started)
+                )
+                results.append(
+                    _import(
+                        http,
+                        pids,
+                        exported,
+                        owner,
+                        deposits,
+                        "import it back (every id free, as into a fresh database)",
+                    )
+                )
+        results.append(bulk_ingest(ingest_total))
     finally:
         api_key_revoke(key=key)
         exported.unlink(missing_ok=True)
         folder.rmdir()
-        for copy in copies:
-            started = time.perf_counter()
-            forgotten = owner_forget(user_id=copy)
-            if forgotten.deposits:
-                results.append(
-                    Measured(f"forget the imported owner ({copy.rsplit('-', 1)[1]})", forgotten.deposits,
-                             time.perf_counter() - started)
-                )  # fmt: skip
+        started = time.perf_counter()
+        forgotten = owner_forget(user_id=copy)
+        if forgotten.deposits:
+            results.append(
+                Measured("forget the new owner", forgotten.deposits, time.perf_counter() - started)
+            )
     return results
+
+
+def _import(
+    http: httpx.Client, pids: list[int], exported: Path, owner: str, deposits: int, label: str
+) -> Measured:
+    size = exported.stat().st_size
+    with Sampler(pids) as memory, open(exported, "rb") as body:
+        started = time.perf_counter()
+        answer = http.post(
+            f"/api/v1/users/{owner}/import",
+            content=body,
+            headers={"Content-Type": "application/x-ndjson", "Content-Length": str(size)},
+        )
+        seconds = time.perf_counter() - started
+    answer.raise_for_status()
+    counts = answer.json()["deposits"]
+    note = f"{counts['committed']:,} new, {counts['duplicates']:,} duplicates, {counts['failed']:,} failed"
+    return Measured(label, deposits, seconds, memory, note)

@@ -1,8 +1,9 @@
 """One owner's memory as an `atlaso-export` v1 stream (portability.md), read in constant memory.
 
 The lines come in the order an importer can write each as it reads it: the header, every
-deposit oldest first, every edge (both ends given above it), every retraction, every observation
-in arrival order (its deposit given above it), every outcome. Each table is read through a
+deposit (bag by bag, each bag's by polarity, oldest first), every edge (both ends given above
+it), every retraction, every observation in arrival order (its deposit given above it), every
+outcome. Each table is read through a
 server-side cursor on PostgreSQL (a chunk of rows at a time), all of them in one read-only
 transaction, so the stream is one moment of the store whatever writes meanwhile.
 """
@@ -87,9 +88,12 @@ def _chunks(rows: Iterable[Any]) -> Iterator[list[Any]]:
 
 
 def _deposit_lines(user_id: str, include_retracted: bool, now: datetime) -> Iterator[dict[str, Any]]:
+    # Bag by bag, as the owner's bag index holds them (so no sort of the owner's deposits):
+    # an importer then writes each bag's row once for all of its deposits, not once per
+    # batch that holds one of them.
     rows = (
         _deposits(user_id, include_retracted)
-        .order_by("created_at", "id")
+        .order_by("bag_id", "polarity", "created_at", "id")
         .values_list(*_DEPOSIT_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )

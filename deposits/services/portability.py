@@ -61,6 +61,7 @@ from deposits.sql import import_batch
 from deposits.sql.bulk import insert_rows
 
 FORMATS = ("atlaso", "mem0")
+IMPORTED_ROW_COLUMNS = (("user_id", "text"), ("kind", "text"), ("source", "text"), ("target", "text"))
 # A batch: this many lines, or this many bytes of them, whichever comes first.
 BATCH_LINES = 5000
 BATCH_BYTES = 8 * 1024 * 1024
@@ -293,6 +294,8 @@ def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
             continue
         by_kind[kind].append(line)
     deposits, stop_at = _check_deposits(importer, by_kind["deposit"], outcome, timezone.now())
+    # The drafts hold what is written: the parsed lines need not wait beside them.
+    by_kind["deposit"] = []
     if stop_at is not None:
         for kind, lines in by_kind.items():
             by_kind[kind] = [line for line in lines if line.number < stop_at]
@@ -431,26 +434,39 @@ def _resolve(
     wanted = list(dict.fromkeys(sources))
     if not wanted:
         return {}
-    found: dict[uuid.UUID, uuid.UUID] = {}
     # An owner that never took a deposit under another id (most imports) has nothing to look up.
-    if ImportedRow.objects.filter(user_id=user_id, kind=ImportedRow.DEPOSIT).exists():
-        found = {
-            uuid.UUID(source): uuid.UUID(target)
-            for source, target in _rows(
+    moved = ImportedRow.objects.filter(user_id=user_id, kind=ImportedRow.DEPOSIT).exists()
+    rows = _resolved_rows(user_id, wanted, moved)
+    found: dict[uuid.UUID, uuid.UUID] = {}
+    for source, holder, target in rows:
+        source = _uuid(source)
+        if target is not None:
+            found[source] = uuid.UUID(target)
+        elif holder == user_id:
+            found[source] = source
+        elif holder is not None and taken is not None:
+            taken.add(source)
+    return found
+
+
+def _resolved_rows(user_id: str, wanted: list[uuid.UUID], moved: bool) -> list[tuple[Any, ...]]:
+    """(source, the owner of the deposit of that id, the id it was filed under) for each source:
+    two lookups by the batch's ids, each an index probe per id."""
+    targets: dict[str, str] = {}
+    if moved:
+        targets = dict(
+            _rows(
                 f"SELECT source, target FROM {ImportedRow._meta.db_table} "
                 "WHERE user_id = %s AND kind = %s AND source {ids}",
                 [user_id, ImportedRow.DEPOSIT],
                 [str(s) for s in wanted],
             )
-        }
-    rest = [s for s in wanted if s not in found]
-    if rest:
-        for held, owner in _rows("SELECT id, user_id FROM deposits_deposit WHERE id {ids}", [], rest):
-            if owner == user_id:
-                found[_uuid(held)] = _uuid(held)
-            elif taken is not None:
-                taken.add(_uuid(held))
-    return found
+        )
+    holders = {
+        _uuid(held): owner
+        for held, owner in _rows("SELECT id, user_id FROM deposits_deposit WHERE id {ids}", [], wanted)
+    }
+    return [(s, holders.get(s), targets.get(str(s))) for s in wanted]
 
 
 def _rows(sql: str, params: list[Any], ids: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -587,9 +603,7 @@ def _write_deposits(
     in_conflict = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     if moved:
-        ImportedRow.objects.bulk_create(
-            ImportedRow(user_id=u, kind=k, source=s, target=t) for u, k, s, t in moved
-        )
+        insert_rows(ImportedRow._meta.db_table, IMPORTED_ROW_COLUMNS, moved)
     _claim_keys(user_id, fresh, now)
     opened = episodes_sync(user_id=user_id, bag_ids=set(by_bag), now=now, in_conflict=in_conflict)
     tally.touched(now, live=len(rows), conflicts=opened)
@@ -863,9 +877,13 @@ def _write_observations(
     ids = beliefs_import.observations_append(
         user_id=user_id, drafts=drafts, retracted=sorted(retracted), now=now
     )
-    ImportedRow.objects.bulk_create(
-        ImportedRow(user_id=user_id, kind=ImportedRow.OBSERVATION, source=digest, target=str(revision))
-        for digest, revision in zip(digests, ids, strict=True)
+    insert_rows(
+        ImportedRow._meta.db_table,
+        IMPORTED_ROW_COLUMNS,
+        [
+            (user_id, ImportedRow.OBSERVATION, digest, str(revision))
+            for digest, revision in zip(digests, ids, strict=True)
+        ],
     )
     counts.committed += len(drafts)
 
