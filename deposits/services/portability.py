@@ -12,6 +12,7 @@ already is a duplicate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -170,6 +171,16 @@ class Importer:
     ceiling: float | None
     keep_provenance: bool
     on_gate_reject: str
+    # Whether a deposit of the body was found written already (see _write_deposits).
+    seen: _Seen = field(default_factory=lambda: _Seen())
+
+
+@dataclass
+class _Seen:
+    """An import that has met a deposit id already held (its own, from an earlier run; another
+    owner's): from then on each batch asks which of its ids are held before writing."""
+
+    held: bool = False
 
 
 def owner_import(
@@ -305,16 +316,21 @@ def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
 
 def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
     """Each batch written as the next is prepared: the body's reading, parsing and validation run
-    one batch ahead, beside the database's work on the batch before (a thread, a greenlet under
-    the gevent worker: it only reads the body and computes)."""
-    with Ahead(_prepared(importer, lines)) as batches:
+    one batch ahead (a thread, a greenlet under the gevent worker: it only reads the body and
+    computes), and on PostgreSQL two batches of deposits alone are written at once (`_Beside`)."""
+    with Ahead(_prepared(importer, lines)) as batches, _Beside(importer, result) as beside:
         for prepared in batches:
             result.lines = prepared.last_line
+            if beside.take(prepared):
+                continue
+            if not beside.alone(prepared):
+                beside.wait()
             _flush(importer, prepared, result)
             if prepared.stop_at is not None:
                 result.stopped = True
                 return
             if prepared.broken is not None:
+                beside.wait()
                 result.stopped = True
                 result.fail(prepared.last_line + 1, invalid("body", prepared.broken), None)
                 if not result.written:
@@ -322,7 +338,71 @@ def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) ->
                 return
 
 
-def _flush(importer: Importer, prepared: _Prepared, result: ImportResult) -> None:
+class _Beside:
+    """A second writer, on a connection of its own, for batches that hold deposits alone: while
+    it writes one, the import writes the next (each batch is its own transaction, so either may
+    commit first; an interrupted import still leaves whole batches). A batch of any other kind
+    waits for it (its lines name deposits of the batches before). Only on PostgreSQL, outside a
+    caller's transaction (a dry run, a test), and while a connection is to be had."""
+
+    def __init__(self, importer: Importer, result: ImportResult) -> None:
+        self.importer = importer
+        self.result = result
+        self.enabled = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.failure: tuple[_Prepared, BaseException] | None = None
+
+    def alone(self, prepared: _Prepared) -> bool:
+        """`prepared` may be written beside another batch: it holds deposits alone."""
+        return self.enabled and not any(
+            lines for kind, lines in prepared.by_kind.items() if kind != "deposit"
+        )
+
+    def take(self, prepared: _Prepared) -> bool:
+        """Start writing `prepared` beside the import when it may be and the writer beside is
+        free; False otherwise (the import writes it, beside the batch in hand if it may)."""
+        if self.thread is not None and not self.thread.is_alive():
+            self.wait()  # its batch is done: count it, and take this one
+        if self.thread is not None or not self.alone(prepared):
+            return False
+        self.thread = threading.Thread(target=self._write, args=(prepared,), daemon=True)
+        self.thread.start()
+        return True
+
+    def _write(self, prepared: _Prepared) -> None:
+        try:
+            _flush(self.importer, prepared, self.result, self.lock)
+        except BaseException as error:  # handed to the import, which writes the batch itself
+            self.failure = (prepared, error)
+        finally:
+            connection.close()
+
+    def wait(self) -> None:
+        """The batch beside, written; one it could not write (no connection to be had, say) is
+        written by the import itself, which then writes alone."""
+        if self.thread is None:
+            return
+        self.thread.join()
+        self.thread = None
+        if self.failure is not None:
+            prepared, _ = self.failure
+            self.failure, self.enabled = None, False
+            _flush(self.importer, prepared, self.result, self.lock)
+
+    def __enter__(self) -> _Beside:
+        return self
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        if kind is None:
+            self.wait()
+        elif self.thread is not None:
+            self.thread.join()
+
+
+def _flush(
+    importer: Importer, prepared: _Prepared, result: ImportResult, lock: threading.Lock | None = None
+) -> None:
     """Write one batch in its own transaction, then count it (a batch that met a concurrent
     writer of its rows is run again, and then finds them)."""
     for attempt in range(ATTEMPTS):
@@ -331,14 +411,17 @@ def _flush(importer: Importer, prepared: _Prepared, result: ImportResult) -> Non
             with transaction.atomic():
                 _write(importer, prepared, outcome)
         except (IntegrityError, DatabaseError) as error:
+            if isinstance(error, IntegrityError):
+                importer.seen.held = True
             if attempt + 1 < ATTEMPTS and _is_contention(error):
                 continue
             raise
         break
-    for kind, counts in outcome.counts.items():
-        result.kinds()[kind].add(counts)
-    for line, error, kind in sorted(outcome.failed, key=lambda f: f[0]):
-        result.fail(line, error, kind)
+    with lock or contextlib.nullcontext():
+        for kind, counts in outcome.counts.items():
+            result.kinds()[kind].add(counts)
+        for line, error, kind in sorted(outcome.failed, key=lambda f: f[0]):
+            result.fail(line, error, kind)
 
 
 def _is_contention(error: Exception) -> bool:
@@ -561,7 +644,13 @@ def _write_deposits(
         return
     user_id = importer.user_id
     taken: set[uuid.UUID] = set()
-    mine = _resolve(user_id, (d.source for d in deposits), taken=taken)
+    # Most imports write ids nobody holds (into a fresh database, or a file of new ids): each
+    # batch is written without asking, and the first id found held (a primary key refused)
+    # rolls its batch back, to be written again asking, as is every batch after it.
+    careful = (
+        importer.seen.held or ImportedRow.objects.filter(user_id=user_id, kind=ImportedRow.DEPOSIT).exists()
+    )
+    mine = _resolve(user_id, (d.source for d in deposits), taken=taken) if careful else {}
     fresh: list[_DepositLine] = []
     seen: set[uuid.UUID] = set()
     moved: list[tuple[str, str, str, str]] = []
