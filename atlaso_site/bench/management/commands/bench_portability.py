@@ -51,7 +51,9 @@ class Command(BaseCommand):
         owner = rows[0][0]
         load = os.getloadavg()[0]
         self.stdout.write(f"Owner {owner}; load average {load:.2f} as the run begins.")
-        results = portability.measure(owner, ingest_total=options["ingest"], workers=options["workers"])
+        results = portability.measure(
+            owner, ingest_total=options["ingest"], workers=options["workers"], rounds=options["rounds"]
+        )
         # Bulk ingest ran first and last: its mean is what each rate is read against.
         ingests = [r.rate for r in results if r.what.startswith("bulk ingest")]
         ingest_rate = sum(ingests) / len(ingests)
