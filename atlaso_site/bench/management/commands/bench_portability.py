@@ -33,6 +33,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers", type=int, default=1, help="gunicorn workers (their memory is sampled)"
         )
+        parser.add_argument(
+            "--rounds",
+            type=int,
+            default=3,
+            help="forget the owner and import it back, then bulk ingest: so many times",
+        )
         parser.add_argument("--json", default=str(settings.VAR_DIR / "bench-portability.json"))
 
     def handle(self, *args: Any, **options: Any) -> None:
