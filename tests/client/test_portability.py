@@ -223,12 +223,18 @@ def test_the_cli_import_shows_a_progress_bar_on_a_terminal(served, admin_key, tm
 
 
 def write_export(
-    path: Path, *, deposits: int, content_size: int, owner: str = "generated", seed: int = 5
+    path: Path,
+    *,
+    deposits: int,
+    content_size: int,
+    owner: str = "generated",
+    seed: int = 5,
+    vocabulary: int = 4000,
 ) -> int:
     """An atlaso-export file of `deposits` claims (open and directional, bags of about 25), each
-    about `content_size` characters; returns its size in bytes."""
+    about `content_size` characters of `vocabulary` words; returns its size in bytes."""
     rng = random.Random(seed)
-    words = [f"w{n}" for n in range(4000)] + ["lighthouse", "harbour", "lamp", "keeper", "tide"]
+    words = [f"w{n}" for n in range(vocabulary)] + ["lighthouse", "harbour", "lamp", "keeper", "tide"]
     # A pool of texts drawn once: drawing every word of 200 MB of claims would take minutes.
     pool = []
     for _ in range(4096):
