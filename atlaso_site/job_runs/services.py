@@ -20,8 +20,8 @@ from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from atlaso_site.job_runs import JobSkipped, Progress
@@ -360,9 +360,6 @@ def job_runs_forget_owner(user_id: str) -> int:
     """Remove the owner from every run that names it (its params, its counts, its error),
     inside the caller's transaction; returns the runs changed. The runs stay: they are the
     deployment's record, the owner is not theirs to keep."""
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
     runs = JobRun.objects.annotate(
         params_text=Cast("params", TextField()), counts_text=Cast("counts", TextField())
     )
