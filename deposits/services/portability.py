@@ -65,7 +65,7 @@ FORMATS = ("atlaso", "mem0")
 IMPORTED_ROW_COLUMNS = (("user_id", "text"), ("kind", "text"), ("source", "text"), ("target", "text"))
 # A batch: this many lines, or this many bytes of them, whichever comes first.
 BATCH_LINES = 5000
-BATCH_BYTES = 8 * 1024 * 1024
+BATCH_BYTES = 4 * 1024 * 1024
 # The failed lines an answer lists (it counts them all).
 MAX_FAILED_LINES = 100
 # A mem0 export is one JSON document, read whole: at most this many bytes of it.
