@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import schemathesis
 
-# Codes that are never about a request's shape: the write gate and contradicting unknown ids.
-STATEFUL_CODES = frozenset({"gate_rejected", "missing_contradicts"})
+# Codes that are never about a request's shape: the write gate, contradicting unknown ids, and
+# recall by meaning asked of a server that has no embedder.
+STATEFUL_CODES = frozenset({"gate_rejected", "missing_contradicts", "embedder_unavailable"})
 
 # validation_error on a field (the last part of its dotted path) with these words in the message.
 UNSTATABLE_RULES: tuple[tuple[str, str, str], ...] = (

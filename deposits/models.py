@@ -499,3 +499,57 @@ class ResolutionKept(models.Model):
             models.UniqueConstraint(fields=["resolution", "deposit"], name="resolution_kept_unique")
         ]
         indexes = [models.Index(fields=["user_id", "deposit"], name="resolution_kept_user_deposit")]
+
+
+# ---- Recall by meaning: vectors, the backlog, what each model is (recall-by-meaning.md) ----
+
+
+class EmbeddingModel(models.Model):
+    """A model recall by meaning has used, as the embedding job calibrated it (deposits.domain.meaning)."""
+
+    name = models.CharField(max_length=200, primary_key=True)  # embedder and model, `local:…`
+    dims = models.IntegerField()
+    floor = models.FloatField()  # a deposit found by meaning alone comes closer than this
+    centre = models.BinaryField()  # float32 × dims: where the binary codes split each dimension
+    calibrated_at = models.DateTimeField()
+    # When every deposit lacking a vector of this model was put in the backlog: once, as the
+    # job first runs with it (a model change re-embeds everything that way).
+    backlog_filled_at = models.DateTimeField(null=True)
+
+
+class DepositVector(models.Model):
+    """A deposit's vector by one model: int8 (exact cosine) and a binary code (candidates).
+
+    Written by the embedding job alone, never inside a write; erased with its deposit."""
+
+    id = models.BigAutoField(primary_key=True)
+    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    model = models.CharField(max_length=200)
+    code = models.BinaryField()
+    vector = models.BinaryField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["deposit", "model"], name="vector_deposit_model")]
+        # Recall reads an owner's codes of one model in id order, from where it last read.
+        indexes = [models.Index(fields=["user_id", "model", "id"], name="vector_user_model")]
+
+
+class EmbeddingPending(models.Model):
+    """A deposit waiting for its vector: the embedding backlog.
+
+    Each written deposit is put here by the database (a trigger on the deposits, whatever path
+    writes them: deposits/0028) in its write's transaction; the embedding job takes it out when
+    it writes the vector, or when the deposit needs none (retracted). A model change puts back
+    every deposit lacking a vector of the new model."""
+
+    deposit = models.OneToOneField(Deposit, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    user_id = models.CharField(max_length=128)
+    queued_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "queued_at"], name="pending_user_queued"),
+            models.Index(fields=["queued_at"], name="pending_queued"),
+        ]

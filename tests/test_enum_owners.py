@@ -10,7 +10,7 @@ from atlaso import _validation as client
 from atlaso_site import wire
 from atlaso_site.job_runs.models import REPORTED_STATUSES, Trigger
 from deposits import schemas as deposit_schemas
-from deposits.domain import types
+from deposits.domain import meaning, types
 from diagnostics import schemas as diagnostics_schemas
 
 
@@ -35,6 +35,8 @@ def test_the_wire_literals_are_the_domains_tuples():
 def test_the_request_enums_are_the_domains():
     assert field(deposit_schemas.BulkIn, "on_gate_reject") == tuple(types.BULK_MODE_MEANINGS)
     assert field(deposit_schemas.RetractQuery, "mode") == tuple(types.RETRACT_MODE_MEANINGS)
+    assert field(deposit_schemas.RecallQuery, "mode") == meaning.MODES
+    assert field(deposit_schemas.SearchResultOut, "matched_by") == meaning.MATCHED_BY
 
 
 def test_the_job_enums_are_the_run_records():
