@@ -434,6 +434,9 @@ ATLASO_EMBEDDINGS_QUERY_TIMEOUT = env_float("ATLASO_EMBEDDINGS_QUERY_TIMEOUT", 2
 ATLASO_EMBEDDINGS_BATCH = env_int("ATLASO_EMBEDDINGS_BATCH", 64, low=1, high=2048)
 # Threads the local model computes a batch with in the embedding job (a query always uses one).
 ATLASO_EMBEDDER_THREADS = env_int("ATLASO_EMBEDDER_THREADS", 2, low=1, high=64)
+# Beat records a run of the embedding job when a deposit has waited this long for its vector
+# (the run a write asked for missed it: a broker refusal, a worker restart, the embedder down).
+EMBED_SWEEP_AFTER_SECONDS = env_int("EMBED_SWEEP_AFTER_SECONDS", 60, low=1, high=86400)
 
 # Diagnostics.
 FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
@@ -454,6 +457,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "diagnostics.tasks.run_scheduled_job",
         "schedule": 86400.0,
         "args": ("verify_beliefs",),
+    },
+    # Deposits the runs their writes asked for missed (recall-by-meaning.md).
+    "sweep-embeddings": {
+        "task": "diagnostics.tasks.sweep_embeddings",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
     },
     # The job-run rows are the truth: runs the broker refused or whose worker died are sent again.
     # A sweep not taken before the next is due is dropped: it would only repeat that one.

@@ -70,6 +70,7 @@ from deposits.services.bag_counts import (
     bags_recount,
     search_text,
 )
+from deposits.services import embedding
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
 from deposits.sql.bulk import insert_rows
@@ -435,6 +436,8 @@ def _insert(
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
     in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
+    # The database put them in the embedding backlog; their vectors are made after the commit.
+    embedding.when_committed()
     edges = [
         Contradiction(
             user_id=user_id,
