@@ -21,10 +21,14 @@ class Command(JobCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--owner", help="embed this owner's waiting deposits only")
         parser.add_argument("--limit", type=int, help="embed at most this many")
-        parser.add_argument("--threads", type=int, help="threads the local model computes with (ATLASO_EMBEDDER_THREADS)")
+        parser.add_argument(
+            "--threads", type=int, help="threads the local model computes with (ATLASO_EMBEDDER_THREADS)"
+        )
         parser.add_argument("--batch", type=int, help="texts per batch (ATLASO_EMBEDDINGS_BATCH)")
 
     def params(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {
-            name: options[name] for name in ("owner", "limit", "threads", "batch") if options.get(name) is not None
+            name: options[name]
+            for name in ("owner", "limit", "threads", "batch")
+            if options.get(name) is not None
         }
