@@ -63,6 +63,7 @@ from deposits.models import (
 from deposits.search import search_backend
 from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
+from deposits.services import embedding
 from deposits.services.bag_counts import (
     NewDeposits,
     bags_add_deposits,
@@ -70,7 +71,6 @@ from deposits.services.bag_counts import (
     bags_recount,
     search_text,
 )
-from deposits.services import embedding
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
 from deposits.sql.bulk import insert_rows

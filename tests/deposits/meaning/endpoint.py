@@ -70,7 +70,7 @@ class FakeEmbeddings:
 
 def _handler(endpoint: FakeEmbeddings) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             status, content = endpoint.answer(body)
