@@ -48,6 +48,7 @@ def test_the_clients_enums_and_their_meanings_are_the_servers():
     assert client.POLARITY_MEANINGS == types.POLARITY_MEANINGS
     assert client.EVIDENCE_GRADE_MEANINGS == types.EVIDENCE_GRADE_MEANINGS
     assert client.ON_GATE_REJECT_MEANINGS == types.BULK_MODE_MEANINGS
+    assert client.RECALL_MODE_MEANINGS == meaning.MODE_MEANINGS
 
 
 def test_the_clients_user_id_rule_is_the_servers():

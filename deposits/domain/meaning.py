@@ -20,7 +20,13 @@ from deposits.domain.recall import Candidate
 
 # Reciprocal rank fusion's constant: a hit ranked r-th (from 1) in a ranking adds 1 / (k + r).
 RRF_K = 60
-MODES = ("words", "meaning", "hybrid")
+# Recall's modes, each with what it finds (the client and the MCP tool say the same: pinned).
+MODE_MEANINGS = {
+    "words": "full text: the claims that share a word with the query",
+    "meaning": "embeddings: the claims that say what the query asks, in any words",
+    "hybrid": "both rankings, fused by reciprocal rank",
+}
+MODES = tuple(MODE_MEANINGS)
 MATCHED_BY = ("words", "meaning", "both")
 
 

@@ -32,6 +32,7 @@ from atlaso._types import (
     DepositPage,
     Diagnostics,
     PeekView,
+    RecallMode,
     RetractResult,
     SearchResults,
 )
@@ -208,9 +209,10 @@ class AsyncMemory:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
         return await self.for_user(user_id).recall(
-            query, limit=limit, scope=scope, include_superseded=include_superseded
+            query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
         )
 
     async def get(self, deposit_id: str, *, user_id: str) -> Deposit:
@@ -374,10 +376,22 @@ class AsyncUserHandle:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
-        """Search by words; flags cover every matching bag, so `limit` cannot hide a conflict."""
+        """Search the owner's memory; flags cover every matching bag, so `limit` cannot hide a conflict.
+
+        `mode`: "words" (full text), "meaning" (embeddings: a claim that says the same in other
+        words), "hybrid" (both, fused); None lets the server choose (hybrid where it can).
+        """
         return await self._memory._run(
-            ops.recall(self.user_id, query, limit=limit, scope=scope, include_superseded=include_superseded)
+            ops.recall(
+                self.user_id,
+                query,
+                limit=limit,
+                scope=scope,
+                include_superseded=include_superseded,
+                mode=mode,
+            )
         )
 
     async def get(self, deposit_id: str) -> Deposit:

@@ -32,6 +32,7 @@ from atlaso._types import (
     DepositPage,
     Diagnostics,
     PeekView,
+    RecallMode,
     RetractResult,
     Scope,
     SearchResults,
@@ -371,12 +372,16 @@ def recall(
     limit: int = 10,
     scope: ScopeLike | None = None,
     include_superseded: bool = False,
+    mode: RecallMode | None = None,
 ) -> Operation[SearchResults]:
     check_text("query", query)
     check_range("limit", limit, 1, 1000)
     params = {"q": query, "limit": limit, **scope_wire(scope, facets_only=True)}
     if include_superseded:
         params["include_superseded"] = True
+    if mode is not None:
+        check_enum("mode", mode)
+        params["mode"] = mode
     return Operation(
         "GET",
         _owner(user_id, "recall"),

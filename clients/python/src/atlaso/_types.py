@@ -15,6 +15,9 @@ from typing import Any, Literal, overload
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
 ReproStatus = Literal["unreplicated", "replicated", "failed_repro"]
+# How recall finds deposits, and which of its rankings found a hit.
+RecallMode = Literal["words", "meaning", "hybrid"]
+MatchedBy = Literal["words", "meaning", "both"]
 Wire = Mapping[str, Any]
 
 FACETS = ("model", "dataset", "env", "version", "n", "seed")
@@ -279,10 +282,13 @@ class SearchResult:
     superseded: bool = False
     belief: HitBelief | None = None
     explanation: str = ""
+    #: Which ranking found it: "words", "meaning" or "both" (a server before recall by meaning: words).
+    matched_by: MatchedBy = "words"
 
     @classmethod
     def from_wire(cls, data: Wire) -> SearchResult:
         belief = data.get("belief")
+        found = data.get("matched_by")
         return cls(
             deposit=Deposit.from_wire(data["deposit"]),
             score=float(data["score"]),
@@ -295,6 +301,7 @@ class SearchResult:
             superseded=bool(data.get("superseded", False)),
             belief=HitBelief.from_wire(belief) if belief else None,
             explanation=data.get("explain", ""),
+            matched_by=found if found in ("words", "meaning", "both") else "words",
         )
 
     @property
@@ -345,6 +352,7 @@ class SearchResult:
             "superseded": self.superseded,
             "explain": self.explanation,
             "belief": self.belief.to_dict() if self.belief else None,
+            "matched_by": self.matched_by,
             "deposit": self.deposit.to_dict(),
         }
 

@@ -362,13 +362,22 @@ def _recall_tool(box: _Toolbox) -> None:
     @box.tool(READ_ONLY)
     async def recall(
         query: Annotated[
-            str, Field(description="Words to search for (not a question: plain keywords work best).")
+            str, Field(description="What to look for: keywords, or a question in your own words.")
         ],
         limit: Annotated[int, Field(ge=1, le=1000, description="How many hits to return.")] = 10,
         scope: FilterArg = None,
         include_superseded: Annotated[
             bool, Field(description="Also return claims a correction superseded (for audit).")
         ] = False,
+        mode: Annotated[
+            Literal["words", "meaning", "hybrid"] | None,
+            Field(
+                description="How to find claims. Leave it out (the server uses hybrid when it can) or "
+                "hybrid for most questions. words: exact terms the claim must share (a name, an id, "
+                "an error code). meaning: the question asked in other words than the claim's "
+                '("what does she eat?" finds "I\'m vegan"). Each hit says matched_by.'
+            ),
+        ] = None,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, SearchResultsOut]:
         """Search the owner's memory before answering from it. Each hit carries its bag's flags:
@@ -378,7 +387,7 @@ def _recall_tool(box: _Toolbox) -> None:
         hit is the claim with who wrote it (author, channel) and its evidence (artifact_refs);
         get reads the whole deposit."""
         results = await box.user(user_id).recall(
-            query, limit=limit, scope=scope, include_superseded=include_superseded
+            query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
         )
         return _answer(_recall_text(results), _recall_structured(results))
 
