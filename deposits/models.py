@@ -553,3 +553,13 @@ class EmbeddingPending(models.Model):
             models.Index(fields=["user_id", "queued_at"], name="pending_user_queued"),
             models.Index(fields=["queued_at"], name="pending_queued"),
         ]
+
+
+class VectorHead(models.Model):
+    """The newest vector an owner has of a model: recall asks it whether the owner's codes it holds
+    in memory are current (deposits.search.meaning), in one key lookup. Written with the vectors."""
+
+    pk = models.CompositePrimaryKey("user_id", "model")
+    user_id = models.CharField(max_length=128)
+    model = models.CharField(max_length=200)
+    last_id = models.BigIntegerField()

@@ -76,6 +76,13 @@ def seed_vectors(*, say: Callable[[str], None]) -> int:
             "SELECT 1 FROM deposits_depositvector v WHERE v.deposit_id = p.deposit_id AND v.model = %s)",
             [OWNER_PREFIX + "%", model.name],
         )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO deposits_vectorhead (user_id, model, last_id) "
+            "SELECT user_id, model, max(id) FROM deposits_depositvector WHERE model = %s GROUP BY user_id, model "
+            "ON CONFLICT (user_id, model) DO UPDATE SET last_id = excluded.last_id",
+            [model.name],
+        )
     EmbeddingModel.objects.filter(name=model.name, backlog_filled_at__isnull=True).update(
         backlog_filled_at=timezone.now()
     )
@@ -191,6 +198,17 @@ def store_conversation(conversation: Conversation) -> dict[str, str]:
     return by_deposit
 
 
+def stored_turns(conversation: Conversation) -> dict[str, str]:
+    """What an earlier run stored of the conversation: deposit id → dia_id."""
+    from deposits.models import Deposit
+
+    return {
+        str(deposit_id): tags[0]
+        for deposit_id, tags in Deposit.objects.filter(user_id=conversation.owner).values_list("id", "tags")
+        if tags
+    }
+
+
 def bm25_ranking(conversation: Conversation) -> Callable[[str, int], list[str]]:
     """Plain BM25 (rank-bm25's Okapi, its defaults) over the same turns, lower-cased words."""
     from rank_bm25 import BM25Okapi
@@ -208,3 +226,19 @@ def bm25_ranking(conversation: Conversation) -> Callable[[str, int], list[str]]:
 
 def all_found(evidence: frozenset[str], ranking: list[str], depth: int) -> bool:
     return evidence <= set(ranking[:depth])
+
+
+# ---- latency and throughput -------------------------------------------------------------------
+
+
+def throughput_texts(path: Path | None, count: int) -> list[str]:
+    """Real text to embed: LoCoMo's turns when the archive is there, else the seed's sentences."""
+    if path is not None and path.is_file():
+        texts = [text for conversation in load_locomo(path) for _, _, text in conversation.turns]
+        return (texts * (count // max(len(texts), 1) + 1))[:count]
+    import random
+
+    from atlaso_site.bench.seed import sentence
+
+    rng = random.Random(11)
+    return [sentence(rng) for _ in range(count)]

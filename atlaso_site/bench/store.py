@@ -10,7 +10,7 @@ from django.db import connection
 OWNER_TABLES = (
     "deposits_resolutionkept", "deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip",
     "deposits_contradiction", "deposits_idempotencyentry", "deposits_depositvector",
-    "deposits_embeddingpending", "deposits_deposit", "deposits_conflictepisode",
+    "deposits_embeddingpending", "deposits_vectorhead", "deposits_deposit", "deposits_conflictepisode",
     "deposits_bagterms", "deposits_scopebag", "deposits_recalllog", "deposits_ownertally",
 )  # fmt: skip
 

@@ -63,17 +63,34 @@ def binary_code(vector: np.ndarray, centre: np.ndarray) -> bytes:
     return bits.tobytes().ljust(code_bytes(len(centre)), b"\0")
 
 
-def hamming(codes: np.ndarray, code: bytes) -> np.ndarray:
-    """Bits in which each row of `codes` (uint64 words) differs from `code`."""
+def code_columns(codes: Sequence[bytes], dims: int) -> np.ndarray:
+    """Binary codes as uint64 columns, one row per 64 dimensions: `hamming` reads each row whole."""
+    words = code_bytes(dims) // 8
+    if not codes:
+        return np.zeros((words, 0), dtype=np.uint64)
+    return np.frombuffer(b"".join(codes), dtype=np.uint64).reshape(len(codes), words).T.copy()
+
+
+def hamming(columns: np.ndarray, code: bytes) -> np.ndarray:
+    """Bits in which each code (a column of `columns`) differs from `code`."""
     probe = np.frombuffer(code, dtype=np.uint64)
-    return np.bitwise_count(codes ^ probe).sum(axis=1, dtype=np.int32)
+    distances = np.bitwise_count(columns[0] ^ probe[0]).astype(np.int32)
+    for word in range(1, len(probe)):
+        distances += np.bitwise_count(columns[word] ^ probe[word])
+    return distances
 
 
 def nearest(distances: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the `count` smallest distances (any order)."""
+    """Positions of `count` smallest distances (small whole numbers), nearest first by distance.
+
+    A histogram finds the distance the `count`-th lies at, so no sort of every distance is needed."""
     if count >= len(distances):
-        return np.arange(len(distances))
-    return np.argpartition(distances, count)[:count]
+        return np.argsort(distances, kind="stable")
+    cumulative = np.cumsum(np.bincount(distances))
+    edge = int(np.searchsorted(cumulative, count))
+    closer = np.flatnonzero(distances < edge)
+    at_edge = np.flatnonzero(distances == edge)[: count - len(closer)]
+    return np.concatenate([closer, at_edge])
 
 
 # The calibration set, embedded once per model: thirty-two claims an agent might keep and

@@ -1,5 +1,6 @@
 """Recall by meaning (recall-by-meaning.md): each deposit's vector per model, the models as the
-embedding job calibrated them, and the backlog of deposits waiting for a vector.
+embedding job calibrated them, each owner's newest vector per model, and the backlog of
+deposits waiting for a vector.
 
 The database puts every deposit it is given into the backlog, in the write's own transaction,
 whatever path writes it (the services, the bulk paths, a seed or an import): a trigger on the
@@ -116,6 +117,20 @@ class Migration(migrations.Migration):
                     models.UniqueConstraint(fields=("deposit", "model"), name="vector_deposit_model")
                 ],
             },
+        ),
+        migrations.CreateModel(
+            name="VectorHead",
+            fields=[
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "user_id", "model", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("user_id", models.CharField(max_length=128)),
+                ("model", models.CharField(max_length=200)),
+                ("last_id", models.BigIntegerField()),
+            ],
         ),
         migrations.RunPython(forward, backward),
     ]

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from atlaso_site.job_runs import JobSkipped, Progress, no_progress
@@ -39,7 +40,7 @@ from deposits.domain.meaning import (
     quantized,
 )
 from deposits.embedders import Embedder, EmbedderError, configured, passage_text
-from deposits.models import DepositVector, EmbeddingModel, EmbeddingPending
+from deposits.models import DepositVector, EmbeddingModel, EmbeddingPending, VectorHead
 from deposits.search.meaning import ModelInfo
 from deposits.selectors.embedding import forget_model_info, model_info
 
@@ -179,6 +180,7 @@ def vectors_of_other_models_drop(model: ModelInfo) -> int:
             count = max(cursor.rowcount, 0)
         dropped += count
         if count < DROP_BATCH:
+            VectorHead.objects.exclude(model=model.name).delete()
             return dropped
 
 
@@ -230,8 +232,25 @@ def _write_vectors(model: ModelInfo, rows: list[tuple[uuid.UUID, str]], vectors:
             ],
             ignore_conflicts=True,
         )
+        heads_advance(model.name, ids)
         EmbeddingPending.objects.filter(deposit_id__in=ids).delete()
     return len(present)
+
+
+def heads_advance(model: str, deposit_ids: list[uuid.UUID]) -> None:
+    """Move each owner's head to its newest vector of `model` among these deposits' (recall reads
+    the head to know whether the codes it holds are current). One writer at a time: ids grow."""
+    newest = (
+        DepositVector.objects.filter(deposit_id__in=deposit_ids, model=model)
+        .values("user_id")
+        .annotate(last=Max("id"))
+    )
+    VectorHead.objects.bulk_create(
+        [VectorHead(user_id=row["user_id"], model=model, last_id=row["last"]) for row in newest],
+        update_conflicts=True,
+        unique_fields=["user_id", "model"],
+        update_fields=["last_id"],
+    )
 
 
 def deposits_embed(

@@ -17,6 +17,7 @@ from atlaso_site.bench.meaning import (
     bm25_ranking,
     load_locomo,
     store_conversation,
+    stored_turns,
 )
 from atlaso_site.bench.store import delete_owners
 from deposits.embedders import configured
@@ -40,6 +41,11 @@ class Command(BaseCommand):
             default=str(Path(settings.BASE_DIR).parent / "shared" / "data" / "locomo-dev.zip"),
             help="the LoCoMo archive (read where it lies, never copied; default ../shared/data/locomo-dev.zip)",
         )
+        parser.add_argument(
+            "--reuse",
+            action="store_true",
+            help="keep the conversations an earlier run stored and embedded (ask the questions again)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
@@ -48,14 +54,19 @@ class Command(BaseCommand):
         if configured().embedder is None:
             raise CommandError("recall by meaning needs an embedder: set ATLASO_EMBEDDER (local or openai)")
         conversations = load_locomo(path)
-        with transaction.atomic():
-            delete_owners(LOCOMO_PREFIX)
+        if not options["reuse"]:
+            with transaction.atomic():
+                delete_owners(LOCOMO_PREFIX)
         found = {method: dict.fromkeys(LOCOMO_DEPTHS, 0) for method in METHODS}
         by_category: dict[int, dict[str, int]] = {}
         asked = unlabelled = 0
         started = time.perf_counter()
         for conversation in conversations:
-            dia_of = store_conversation(conversation)
+            dia_of = stored_turns(conversation) if options["reuse"] else {}
+            if len(dia_of) != len(conversation.turns):
+                with transaction.atomic():
+                    delete_owners(conversation.owner)
+                dia_of = store_conversation(conversation)
             counts = deposits_embed(user_id=conversation.owner)
             self.stdout.write(
                 f"  {conversation.owner}: {len(conversation.turns)} turns stored and embedded "
