@@ -19,8 +19,8 @@ from tests.deposits.meaning.conftest import forget_everything_cached, needs_loca
 pytestmark = [pytest.mark.django_db, needs_local_model]
 
 QUERY_TIMEOUT = 0.4
-# The job's timeout while the endpoint works (the model is slow on a busy machine), and while it
-# fails (the slow endpoint answers after 2 s).
+# The timeouts while the endpoint works (the model is slow on a busy machine), and the job's while
+# the slow endpoint fails (it answers after 2 s).
 WORKING_TIMEOUT = 60.0
 FAILING_TIMEOUT = 1.0
 FAILURES = {
@@ -53,8 +53,7 @@ def openai(settings, endpoint, monkeypatch) -> Iterator[list[str]]:
     settings.ATLASO_EMBEDDER = "openai"
     settings.ATLASO_EMBEDDINGS_URL = endpoint.url
     settings.ATLASO_EMBEDDINGS_MODEL = "e5-test"
-    settings.ATLASO_EMBEDDINGS_TIMEOUT = WORKING_TIMEOUT
-    settings.ATLASO_EMBEDDINGS_QUERY_TIMEOUT = QUERY_TIMEOUT
+    settings.ATLASO_EMBEDDINGS_TIMEOUT = settings.ATLASO_EMBEDDINGS_QUERY_TIMEOUT = WORKING_TIMEOUT
     monkeypatch.setattr(embedders, "RETRY_PAUSES", (0.05,))
     asked: list[str] = []
     monkeypatch.setattr(embedding, "_trigger", lambda: asked.append("run"))
@@ -91,7 +90,11 @@ def test_a_failing_endpoint_leaves_writes_alone_recall_says_so_and_the_job_catch
     assert job_run_now(name=EMBED_DEPOSITS, trigger="command").status == Status.SUCCEEDED
     assert DepositVector.objects.count() == 1
 
-    settings.ATLASO_EMBEDDINGS_TIMEOUT = FAILING_TIMEOUT
+    # Only the slow endpoint is meant to outlast the timeouts; the others answer (a busy machine's
+    # model may take a while to).
+    if failure == "slow":
+        settings.ATLASO_EMBEDDINGS_TIMEOUT = FAILING_TIMEOUT
+        settings.ATLASO_EMBEDDINGS_QUERY_TIMEOUT = QUERY_TIMEOUT
     break_endpoint(endpoint, failure)
     asked_before, requests_before = len(openai), endpoint.requests
     took = [
@@ -110,7 +113,8 @@ def test_a_failing_endpoint_leaves_writes_alone_recall_says_so_and_the_job_catch
         results["explain"]
         == f"0 hits across 0 bags · 0 bags in conflict · not confident · by words only: {FAILURES[failure]}"
     )
-    assert took_recall < QUERY_TIMEOUT + 1.0
+    if failure == "slow":
+        assert took_recall < QUERY_TIMEOUT + 1.0
     print(
         f"\n{failure}: adds {max(took) * 1000:.0f} ms at most; recall fell back in {took_recall * 1000:.0f} ms"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,25 +58,13 @@ class Command(BaseCommand):
         if not options["reuse"]:
             with transaction.atomic():
                 delete_owners(LOCOMO_PREFIX)
-        found = {method: dict.fromkeys(LOCOMO_DEPTHS, 0) for method in METHODS}
-        by_category: dict[int, dict[str, int]] = {}
-        asked = unlabelled = 0
+        score = Score()
         started = time.perf_counter()
         for conversation in conversations:
-            dia_of = stored_turns(conversation) if options["reuse"] else {}
-            if len(dia_of) != len(conversation.turns):
-                with transaction.atomic():
-                    delete_owners(conversation.owner)
-                dia_of = store_conversation(conversation)
-            counts = deposits_embed(user_id=conversation.owner)
-            self.stdout.write(
-                f"  {conversation.owner}: {len(conversation.turns)} turns stored and embedded "
-                f"({counts['per_second']}/s), {len(conversation.questions)} questions"
-            )
+            dia_of = self._stored(conversation, reuse=options["reuse"])
             bm25 = bm25_ranking(conversation)
-            unlabelled += conversation.unlabelled
+            score.unlabelled += conversation.unlabelled
             for question, category, evidence in conversation.questions:
-                asked += 1
                 rankings = {
                     mode: [
                         dia_of[hit.id]
@@ -84,25 +73,61 @@ class Command(BaseCommand):
                     for mode in ("words", "meaning", "hybrid")
                 }
                 rankings["bm25"] = bm25(question, 10)
-                tally = by_category.setdefault(category, {"asked": 0, **dict.fromkeys(METHODS, 0)})
-                tally["asked"] += 1
-                for method, ranking in rankings.items():
-                    for depth in LOCOMO_DEPTHS:
-                        found[method][depth] += all_found(evidence, ranking, depth)
-                    tally[method] += all_found(evidence, ranking, 5)
+                score.add(category, evidence, rankings)
         self.stdout.write(
-            f"\n{asked} questions of categories 1-4 over {len(conversations)} conversations "
-            f"({unlabelled} left out: their evidence names no turn), in {time.perf_counter() - started:.0f}s.\n"
-            "Share whose evidence turns are all in the first N hits:\n"
+            f"\n{score.asked} questions of categories 1-4 over {len(conversations)} conversations "
+            f"({score.unlabelled} left out: their evidence names no turn), in "
+            f"{time.perf_counter() - started:.0f}s.\nShare whose evidence turns are all in the first N hits:\n"
         )
-        self.stdout.write("| method | top 1 | top 5 | top 10 |\n|---|---|---|---|")
+        self.stdout.write(score.table())
+
+    def _stored(self, conversation: Any, *, reuse: bool) -> dict[str, str]:
+        """The conversation's turns stored and embedded (again unless `reuse` finds them): id → dia_id."""
+        dia_of = stored_turns(conversation) if reuse else {}
+        if len(dia_of) != len(conversation.turns):
+            with transaction.atomic():
+                delete_owners(conversation.owner)
+            dia_of = store_conversation(conversation)
+        counts = deposits_embed(user_id=conversation.owner)
+        self.stdout.write(
+            f"  {conversation.owner}: {len(conversation.turns)} turns stored and embedded "
+            f"({counts['per_second']}/s), {len(conversation.questions)} questions"
+        )
+        return dia_of
+
+
+@dataclass
+class Score:
+    """Questions whose evidence each method placed whole in its first 1, 5 and 10 hits."""
+
+    asked: int = 0
+    unlabelled: int = 0
+    found: dict[str, dict[int, int]] = field(
+        default_factory=lambda: {method: dict.fromkeys(LOCOMO_DEPTHS, 0) for method in METHODS}
+    )
+    by_category: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, category: int, evidence: frozenset[str], rankings: dict[str, list[str]]) -> None:
+        self.asked += 1
+        tally = self.by_category.setdefault(category, {"asked": 0, **dict.fromkeys(METHODS, 0)})
+        tally["asked"] += 1
+        for method, ranking in rankings.items():
+            for depth in LOCOMO_DEPTHS:
+                self.found[method][depth] += all_found(evidence, ranking, depth)
+            tally[method] += all_found(evidence, ranking, 5)
+
+    def table(self) -> str:
+        lines = ["| method | top 1 | top 5 | top 10 |", "|---|---|---|---|"]
         for method in METHODS:
             label = "plain BM25 (rank-bm25)" if method == "bm25" else f"recall, mode={method}"
-            shares = " | ".join(f"{found[method][depth] / max(asked, 1):.1%}" for depth in LOCOMO_DEPTHS)
-            self.stdout.write(f"| {label} | {shares} |")
-        self.stdout.write("\nTop 5 by category:\n\n| category | questions | " + " | ".join(METHODS) + " |")
-        self.stdout.write("|---" * (len(METHODS) + 2) + "|")
-        for category in sorted(by_category):
-            tally = by_category[category]
+            shares = " | ".join(
+                f"{self.found[method][depth] / max(self.asked, 1):.1%}" for depth in LOCOMO_DEPTHS
+            )
+            lines.append(f"| {label} | {shares} |")
+        lines += ["", "Top 5 by category:", "", "| category | questions | " + " | ".join(METHODS) + " |"]
+        lines.append("|---" * (len(METHODS) + 2) + "|")
+        for category in sorted(self.by_category):
+            tally = self.by_category[category]
             shares = " | ".join(f"{tally[m] / tally['asked']:.1%}" for m in METHODS)
-            self.stdout.write(f"| {category} | {tally['asked']} | {shares} |")
+            lines.append(f"| {category} | {tally['asked']} | {shares} |")
+        return "\n".join(lines)
