@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,24 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
-from atlaso_site.bench.seed import OWNER_PREFIX, VOCABULARY
+from atlaso_site.bench.seed import OWNER_PREFIX
 from deposits.domain.meaning import binary_code, quantized, unit
 from deposits.embedders import configured
-from deposits.models import EmbeddingModel
+from deposits.models import DepositVector, EmbeddingModel
 from deposits.search.meaning import ModelInfo
 from deposits.services.embedding import model_calibrate
 
 WORD = re.compile(r"[a-z]+")
 OWNERS_PER_COPY = 200
-
-
-def word_vectors(embedder: Any, words: list[str], batch: int = 256) -> np.ndarray:
-    """The model's passage vector of each word."""
-    parts = [embedder.passages(words[i : i + batch], threads=2) for i in range(0, len(words), batch)]
-    return np.vstack(parts)
 
 
 def _owners() -> list[str]:
@@ -55,6 +50,27 @@ def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
         yield items[start : start + size]
 
 
+class WordVectors:
+    """The model's passage vector of each word met, embedded the first time it is met."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self.index: dict[str, int] = {}
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def of(self, texts: list[str]) -> list[list[int]]:
+        """Each text's words as rows of `vectors`, embedding the words not met before."""
+        words = [WORD.findall(text.lower()) for text in texts]
+        new = sorted({w for text in words for w in text} - self.index.keys())
+        for start in range(0, len(new), 256):
+            batch = new[start : start + 256]
+            vectors = self._embedder.passages(batch, threads=2)
+            self.vectors = vectors if not self.index else np.vstack([self.vectors, vectors])
+            for word in batch:
+                self.index[word] = len(self.index)
+        return [[self.index[w] for w in text] for text in words]
+
+
 def seed_vectors(*, say: Callable[[str], None]) -> int:
     """Give every seeded deposit lacking one a vector of the configured model; how many."""
     embedder = configured().embedder
@@ -62,60 +78,67 @@ def seed_vectors(*, say: Callable[[str], None]) -> int:
         raise RuntimeError("no embedder is configured (ATLASO_EMBEDDER)")
     model = model_calibrate(embedder)
     started = time.perf_counter()
-    vocabulary = {word: i for i, word in enumerate(VOCABULARY)}
-    vectors = word_vectors(embedder, list(VOCABULARY))
-    say(f"  {len(VOCABULARY):,} word vectors in {time.perf_counter() - started:.1f}s")
+    words = WordVectors(embedder)
     written = 0
     for owners in _chunks(_owners(), OWNERS_PER_COPY):
-        written += _seed_owners(owners, model, vocabulary, vectors)
-        say(f"  {written:>10,} vectors written ({written / (time.perf_counter() - started):,.0f}/s)")
+        written += _seed_owners(owners, model, words)
+        say(
+            f"  {written:>10,} vectors written ({written / (time.perf_counter() - started):,.0f}/s, "
+            f"{len(words.index):,} words embedded)"
+        )
     # What the job would otherwise queue again: nothing of these waits, and the model is filled.
     with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM deposits_embeddingpending p WHERE p.user_id LIKE %s AND EXISTS ("
-            "SELECT 1 FROM deposits_depositvector v WHERE v.deposit_id = p.deposit_id AND v.model = %s)",
+            "DELETE FROM deposits_embeddingpending WHERE user_id LIKE %s AND EXISTS (SELECT 1 FROM "
+            "deposits_depositvector v WHERE v.deposit_id = deposits_embeddingpending.deposit_id AND v.model = %s)",
             [OWNER_PREFIX + "%", model.name],
         )
-    with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO deposits_vectorhead (user_id, model, last_id) "
-            "SELECT user_id, model, max(id) FROM deposits_depositvector WHERE model = %s GROUP BY user_id, model "
-            "ON CONFLICT (user_id, model) DO UPDATE SET last_id = excluded.last_id",
+            "SELECT user_id, model, max(id) FROM deposits_depositvector WHERE model = %s "
+            "GROUP BY user_id, model ON CONFLICT (user_id, model) DO UPDATE SET last_id = excluded.last_id",
             [model.name],
         )
     EmbeddingModel.objects.filter(name=model.name, backlog_filled_at__isnull=True).update(
         backlog_filled_at=timezone.now()
     )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE deposits_depositvector; ANALYZE deposits_embeddingpending")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE deposits_depositvector; ANALYZE deposits_embeddingpending")
     return written
 
 
-def _seed_owners(owners: list[str], model: ModelInfo, vocabulary: dict[str, int], vectors: np.ndarray) -> int:
+def _seed_owners(owners: list[str], model: ModelInfo, words: WordVectors) -> int:
+    marks = ", ".join(["%s"] * len(owners))
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT d.id, d.user_id, d.content FROM deposits_deposit d WHERE d.user_id = ANY(%s) "
+            f"SELECT d.id, d.user_id, d.content FROM deposits_deposit d WHERE d.user_id IN ({marks}) "
             "AND NOT EXISTS (SELECT 1 FROM deposits_depositvector v WHERE v.deposit_id = d.id AND v.model = %s) "
             "ORDER BY d.user_id, d.created_at",
-            [owners, model.name],
+            [*owners, model.name],
         )
         rows = cursor.fetchall()
     if not rows:
         return 0
     now = timezone.now()
-    with (
-        transaction.atomic(),
-        connection.cursor() as cursor,
-        cursor.cursor.copy(
-            "COPY deposits_depositvector (deposit_id, user_id, model, code, vector, created_at) FROM STDIN"
-        ) as copy,
-    ):
-        for deposit_id, user_id, content in rows:
-            indexes = [vocabulary[w] for w in WORD.findall(content.lower()) if w in vocabulary]
-            vector = unit(vectors[indexes].sum(axis=0)) if indexes else vectors[0]
-            copy.write_row(
-                (deposit_id, user_id, model.name, binary_code(vector, model.centre), quantized(vector), now)
+    vectors = [
+        unit(words.vectors[indexes].sum(axis=0)) if indexes else words.vectors[0]
+        for indexes in words.of([row[2] for row in rows])
+    ]
+    DepositVector.objects.bulk_create(
+        [
+            DepositVector(
+                deposit_id=uuid.UUID(str(deposit_id)),
+                user_id=user_id,
+                model=model.name,
+                code=binary_code(vector, model.centre),
+                vector=quantized(vector),
+                created_at=now,
             )
+            for (deposit_id, user_id, _), vector in zip(rows, vectors, strict=True)
+        ],
+        batch_size=5000,
+    )
     return len(rows)
 
 

