@@ -117,7 +117,9 @@ class Command(BaseCommand):
                 {"content": text, "idempotency_key": f"throughput-{start + i}"}
                 for i, text in enumerate(texts[start : start + 1000])
             ]
-            deposit_add_many(bulk=validate_bulk(THROUGHPUT_OWNER, items), channel=None)
+            result = deposit_add_many(bulk=validate_bulk(THROUGHPUT_OWNER, items), channel=None)
+            if result.failed:
+                raise CommandError(f"the throughput owner's deposits were refused: {result.failed[0].error}")
         load = os.getloadavg()[0]
         cpu = time.process_time()
         counts = deposits_embed(user_id=THROUGHPUT_OWNER, threads=threads)
