@@ -29,6 +29,7 @@ from atlaso_site.ui import charts, glossary, pages
 from beliefs.selectors import belief_page
 from deposits.selectors.bags import Bag, bag_page
 from deposits.selectors.deposits import owner_exists
+from deposits.selectors.embedding import embedding_status
 from diagnostics import forms, job_runner, selectors
 from diagnostics.domain.fmi import Pillars, band, explain
 from diagnostics.forms import HEALTH_DAYS, TREND_DAYS
@@ -267,6 +268,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "alarming": any(row and row.is_alarming for _, row in last_runs),
         "median_resolution": _span(deployment.backlog.median_hours_to_resolution),
         "trend_days": TREND_DAYS,
+        "embedding": embedding_status(),
     }
     return render(request, "diagnostics/overview.html", context)
 
@@ -383,6 +385,7 @@ def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
         "median_resolution": _span(history.backlog.median_hours_to_resolution),
         "health_window": current.window_days,
         "trend_days": TREND_DAYS,
+        "embedding": embedding_status(user_id),
     }
     return render(request, "diagnostics/owner.html", context)
 
@@ -457,6 +460,7 @@ def job_runs(request: HttpRequest) -> HttpResponse:
             for name in job_runner.JOBS
         ],
         "startable": job_runner.DASHBOARD_STARTABLE if is_operator(request.user) else (),
+        "embedding": embedding_status(),
     }
     return render(request, "diagnostics/jobs.html", context)
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 from django.db import connection
-from django.db.models import Min
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from deposits.embedders import configured
-from deposits.models import EmbeddingModel, EmbeddingPending, OwnerTally
+from deposits.models import EmbeddingModel, EmbeddingPending
 from deposits.search.meaning import ModelInfo
+from deposits.sql.rules import live_sql
 
 # A process reads a model's calibration at most this often (it changes only when the model does).
 MODEL_READ_SECONDS = 60.0
@@ -81,7 +82,8 @@ class EmbeddingStatus:
 
 
 def embedding_status(user_id: str | None = None) -> EmbeddingStatus:
-    """Coverage and the backlog of the deployment, or of one owner.
+    """Coverage and the backlog of the deployment, or of one owner, in one statement (none at all
+    with no embedder: the pages then say recall by meaning is off).
 
     The backlog holds every deposit lacking a vector of the current model (deposits/0028 and the
     job keep it so), so coverage is the live deposits less the live ones waiting: counted over
@@ -92,35 +94,40 @@ def embedding_status(user_id: str | None = None) -> EmbeddingStatus:
     from django.conf import settings
 
     found = configured()
-    pending = EmbeddingPending.objects.all()
-    tallies = OwnerTally.objects.all()
-    if user_id is not None:
-        pending = pending.filter(user_id=user_id)
-        tallies = tallies.filter(user_id=user_id)
-    live = sum(tallies.values_list("live_deposits", flat=True)) if user_id else _deployment_live()
-    waiting = pending.count()
-    waiting_live = waiting
-    oldest = None
-    if 0 < waiting <= EXACT_WAITING:
-        waiting_live = (
-            pending.filter(deposit__retracted_at__isnull=True)
-            .exclude(deposit__edges_in__superseding=True)
-            .count()
-        )
-    if waiting:
-        oldest = pending.aggregate(oldest=Min("queued_at"))["oldest"]
+    if found.embedder is None:
+        return EmbeddingStatus(settings.ATLASO_EMBEDDER, None, found.problem, 0, 0, 0, None)
+    owner = " WHERE p.user_id = %s" if user_id else ""
+    tallied = " WHERE t.user_id = %s" if user_id else ""
+    sql = f"""
+SELECT (SELECT coalesce(sum(t.live_deposits), 0) FROM deposits_ownertally t{tallied}),
+       (SELECT count(*) FROM (SELECT 1 FROM deposits_embeddingpending p{owner} LIMIT {EXACT_WAITING + 1}) w),
+       (SELECT min(p.queued_at) FROM deposits_embeddingpending p{owner}),
+       (SELECT count(*) FROM (
+            SELECT 1 FROM deposits_embeddingpending p JOIN deposits_deposit d ON d.id = p.deposit_id
+            {owner or "WHERE TRUE"} AND {live_sql("d")} LIMIT {EXACT_WAITING + 1}) l)
+"""
+    params = [user_id] * 4 if user_id else []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        live, waiting, oldest, waiting_live = cursor.fetchone()
+    if waiting > EXACT_WAITING:
+        waiting = _count_waiting(user_id)
+        waiting_live = waiting
+    if isinstance(oldest, str):  # SQLite through a raw cursor
+        oldest = parse_datetime(oldest)
+    if oldest is not None and timezone.is_naive(oldest):
+        oldest = timezone.make_aware(oldest, UTC)
     return EmbeddingStatus(
         embedder=settings.ATLASO_EMBEDDER,
-        model=found.embedder.name if found.embedder is not None else None,
-        problem=found.problem,
-        live=live,
-        waiting=waiting,
-        waiting_live=waiting_live,
+        model=found.embedder.name,
+        problem=None,
+        live=int(live),
+        waiting=int(waiting),
+        waiting_live=int(waiting_live),
         oldest_waiting=oldest,
     )
 
 
-def _deployment_live() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(sum(live_deposits), 0) FROM deposits_ownertally")
-        return int(cursor.fetchone()[0])
+def _count_waiting(user_id: str | None) -> int:
+    pending = EmbeddingPending.objects.all()
+    return (pending.filter(user_id=user_id) if user_id else pending).count()
