@@ -342,3 +342,11 @@ def _beside(function: Any, *args: Any) -> Any:
     if _threads is None:
         _threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="atlaso-embed")
     return _threads.submit(function, *args)
+
+
+def warm_in_background() -> None:
+    """Load and run the local model once, off the request path, when it is the embedder: a web
+    worker's first recall by meaning then does not wait seconds for its weights to map in."""
+    found = configured()
+    if isinstance(found.embedder, LocalEmbedder):
+        _beside(warm_local_model)
