@@ -48,16 +48,17 @@ JOB_DESCRIPTIONS = {
     "channel change on the provenance page.",
     job_runner.VERIFY_BELIEFS: "Checks every stored belief against the replay of its log and lists any "
     "that differ as mismatches (beat: daily).",
-    job_runner.EMBED_DEPOSITS: "Embeds the deposits waiting for a vector (recall by meaning), oldest first; "
-    "each write asks for it, and beat runs it for any deposit left waiting over a minute.",
+    job_runner.EMBED_DEPOSITS: "Embeds the deposits waiting for a vector (recall by meaning), oldest first. "
+    "After each write a task embeds them without recording a run; beat records one for any deposit "
+    "left waiting over EMBED_SWEEP_AFTER_SECONDS.",
 }
 FIRST_RUN = {
     job_runner.RECOMPUTE_DIAGNOSTICS: "Celery beat runs it every few minutes; so does manage.py recompute_diagnostics.",
     job_runner.EXPIRE_IDEMPOTENCY_KEYS: "Celery beat runs it hourly; so does manage.py expire_idempotency_keys.",
     job_runner.REBUILD_BELIEFS: "A tier ceiling or channel change starts one.",
     job_runner.VERIFY_BELIEFS: "Celery beat runs it daily; so does manage.py verify_beliefs.",
-    job_runner.EMBED_DEPOSITS: "Each write asks for it, beat runs it for what waits over a minute, and "
-    "manage.py embed_deposits backfills.",
+    job_runner.EMBED_DEPOSITS: "Beat records a run when a deposit waits too long for its vector; so does "
+    "manage.py embed_deposits (a backfill).",
 }
 # Reported statuses that mean something needs a person: shown in red on the overview.
 ALARMING = (Status.FAILED, LOST, STALLED)
