@@ -38,7 +38,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repeat", type=int, default=5, help="runs of each of the 20 queries per mode")
+        parser.add_argument("--repeat", type=int, default=5, help="runs of each of the 20 queries per mode (0: skip)")
         parser.add_argument("--owner", help="the owner to measure (default: the largest bench owner)")
         parser.add_argument("--throughput", type=int, default=1000, help="deposits the job embeds (0: skip)")
         parser.add_argument("--threads", type=int, default=2, help="threads the job's model computes with")
@@ -53,8 +53,8 @@ class Command(BaseCommand):
         if found.embedder is None:
             raise CommandError(f"no embedder: {found.problem or 'ATLASO_EMBEDDER is none'}")
         with override_settings(DEBUG=False):
-            owner = options["owner"] or largest_bench_owner()
-            self._latency(owner, found.embedder, options["repeat"])
+            if options["repeat"]:
+                self._latency(options["owner"] or largest_bench_owner(), found.embedder, options["repeat"])
             if options["throughput"]:
                 self._throughput(options["throughput"], options["threads"], Path(options["texts"]))
 
