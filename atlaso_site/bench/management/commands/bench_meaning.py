@@ -38,7 +38,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repeat", type=int, default=5, help="runs of each of the 20 queries per mode (0: skip)")
+        parser.add_argument(
+            "--repeat", type=int, default=5, help="runs of each of the 20 queries per mode (0: skip)"
+        )
         parser.add_argument("--owner", help="the owner to measure (default: the largest bench owner)")
         parser.add_argument("--throughput", type=int, default=1000, help="deposits the job embeds (0: skip)")
         parser.add_argument("--threads", type=int, default=2, help="threads the job's model computes with")

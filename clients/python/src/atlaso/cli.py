@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     recall.add_argument("query", help="words to search for")
     recall.add_argument("--limit", type=int, default=10, help="hits to show (1..1000, default 10)")
     recall.add_argument("--include-superseded", action="store_true", help="also show superseded deposits")
+    recall.add_argument(
+        "--mode",
+        choices=("words", "meaning", "hybrid"),
+        help="words (full text), meaning (embeddings), hybrid (both); default: the server's choice",
+    )
     _scope_arguments(recall)
     recall.add_argument("--json", action="store_true", help="print the wire form")
 
@@ -168,6 +173,7 @@ def _recall(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
         limit=args.limit,
         scope=_scope(args),
         include_superseded=args.include_superseded,
+        mode=args.mode,
     )
     if args.json:
         _print_json(results.to_dict(), out)
