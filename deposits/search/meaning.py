@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -45,9 +45,9 @@ CANDIDATES = 200
 # least this many and four times the limit (the slice can pick `limit` of one polarity). They are
 # the meaning ranking fused with the words', and the flags count their bags.
 MATCHES = 50
-# Codes one process keeps in memory, all owners together (≈ 60 bytes each at 384 dimensions);
-# the owners recalled least recently are forgotten first.
-CACHED_CODES = 1_000_000
+# Codes one process keeps in memory, all owners together (≈ 60 bytes each at 384 dimensions:
+# 30 MB); the owners recalled least recently are forgotten first.
+CACHED_CODES = 500_000
 # An owner's codes are read whole again after this long, which forgets erased deposits' codes.
 RELOAD_SECONDS = 900.0
 
@@ -72,11 +72,16 @@ class MeaningMatch:
     superseded: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Codes:
+    """One owner's codes of one model as of `last_id`: a snapshot, replaced whole when newer codes
+    are read, so a recall reading it sees ids, bags and codes of one length."""
+
     ids: np.ndarray  # int64: the vector rows' ids, ascending
     bags: np.ndarray  # int32: index into bag_names
     codes: np.ndarray  # uint64 (words, n): each code a column (deposits.domain.meaning.code_columns)
+    # Shared by the owner's snapshots and only ever added to: an older snapshot's bags index the
+    # names it knew.
     bag_names: list[str]
     bag_index: dict[str, int]
     last_id: int
@@ -124,39 +129,46 @@ def _read_codes(user_id: str, model: ModelInfo, after: int) -> tuple[list[int], 
 
 
 def owner_codes(user_id: str, model: ModelInfo) -> _Codes:
-    """The owner's codes of `model`, brought up to date (read whole when first asked or stale)."""
+    """The owner's codes of `model`, brought up to date (read whole when first asked or stale).
+
+    The database is read outside the lock, so one owner's first read (most of a second for
+    100,000 codes) holds up no other recall; of two snapshots made at once, the newer is kept."""
     key = (connection.settings_dict["NAME"], user_id, model.name)
-    words = code_bytes(model.dims) // 8
     with _lock:
         held = _cache.get(key)
-        if held is not None and time.monotonic() - held.read_at > RELOAD_SECONDS:
-            held = None
-        if held is None:
-            held = _Codes(
-                ids=np.zeros(0, dtype=np.int64),
-                bags=np.zeros(0, dtype=np.int32),
-                codes=np.zeros((words, 0), dtype=np.uint64),
-                bag_names=[],
-                bag_index={},
-                last_id=0,
-                read_at=time.monotonic(),
-            )
-        ids, codes, bags = _read_codes(user_id, model, held.last_id)
+    if held is None or time.monotonic() - held.read_at > RELOAD_SECONDS:
+        words = code_bytes(model.dims) // 8
+        held = _Codes(
+            ids=np.zeros(0, dtype=np.int64),
+            bags=np.zeros(0, dtype=np.int32),
+            codes=np.zeros((words, 0), dtype=np.uint64),
+            bag_names=[],
+            bag_index={},
+            last_id=0,
+            read_at=time.monotonic(),
+        )
+    ids, codes, bags = _read_codes(user_id, model, held.last_id)
+    with _lock:
         if ids:
             for bag in bags:
                 if bag not in held.bag_index:
                     held.bag_index[bag] = len(held.bag_names)
                     held.bag_names.append(bag)
-            held.ids = np.concatenate([held.ids, np.asarray(ids, dtype=np.int64)])
-            held.bags = np.concatenate(
-                [held.bags, np.asarray([held.bag_index[bag] for bag in bags], dtype=np.int32)]
+            held = replace(
+                held,
+                ids=np.concatenate([held.ids, np.asarray(ids, dtype=np.int64)]),
+                bags=np.concatenate(
+                    [held.bags, np.asarray([held.bag_index[b] for b in bags], dtype=np.int32)]
+                ),
+                codes=np.concatenate([held.codes, code_columns(codes, model.dims)], axis=1),
+                last_id=ids[-1],
             )
-            held.codes = np.concatenate([held.codes, code_columns(codes, model.dims)], axis=1)
-            held.last_id = ids[-1]
-        _cache[key] = held
+        kept = _cache.get(key)
+        if kept is None or kept.last_id <= held.last_id or kept.read_at < held.read_at:
+            _cache[key] = kept = held
         _cache.move_to_end(key)
         _evict()
-        return held
+        return kept
 
 
 def _evict() -> None:
