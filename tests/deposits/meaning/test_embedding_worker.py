@@ -27,7 +27,9 @@ def test_a_committed_write_is_embedded_by_the_task_it_asks_for(settings, monkeyp
         writer = make_client()
         added = writer.post("/users/alice/deposits", {"content": "I'm vegan"})
         assert added.status == 201
-        wait_until(lambda: EmbeddingPending.objects.count(), lambda waiting: waiting == 0, worker=worker, timeout=120)
+        wait_until(
+            lambda: EmbeddingPending.objects.count(), lambda waiting: waiting == 0, worker=worker, timeout=120
+        )
     assert [str(i) for i in DepositVector.objects.values_list("deposit_id", flat=True)] == [
         added.body["deposit"]["id"]
     ]
