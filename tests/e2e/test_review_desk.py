@@ -389,7 +389,9 @@ def test_u_after_a_skip_undoes_the_resolution_made_a_moment_before(page: Page, l
     expect(desk_item(page)).to_have_id(f"item-{first.bag_id}")
     assert has_disagreement(first.user_id, first.bag_id)
     assert live_polarities(first) == ["negative", "positive", "positive"]
-    # Nothing left to undo: u says so.
+    # Nothing left to undo: u says so, once the undo's swap has settled (a key pressed while the
+    # page is still being replaced lands on the old one).
+    page.wait_for_load_state("networkidle")
     page.keyboard.press("Escape")
     page.keyboard.press("u")
     expect(page.locator("#key-hint")).to_have_text("No resolution to undo here.")
