@@ -323,7 +323,10 @@ def test_undo_from_the_desk_and_from_the_resolved_list_brings_the_conflict_back(
     expect(confirmation.get_by_role("button", name="Undo")).to_be_visible()
     assert not has_disagreement(first.user_id, first.bag_id)
 
-    page.keyboard.press("Escape")  # the focus is in the next conflict's reason
+    # The focus is in the next conflict's reason once the swap settles; a key pressed before
+    # then is typed into that reason.
+    expect(page.locator("#desk-reason")).to_be_focused()
+    page.keyboard.press("Escape")
     page.keyboard.press("u")
     expect(page).to_have_url(f"{live_server.url}{DESK}")
     expect(page.get_by_role("status").first).to_contain_text("Undone: alice’s bag is back in conflict")
@@ -376,12 +379,16 @@ def test_u_after_a_skip_undoes_the_resolution_made_a_moment_before(page: Page, l
     expect(desk_item(page)).to_have_id(f"item-{second.bag_id}")
     assert not has_disagreement(first.user_id, first.bag_id)
 
+    # Each swap settles by moving the focus into the new conflict's reason: a key pressed before
+    # then would be typed there, so each key waits for it.
+    expect(page.locator("#desk-reason")).to_be_focused()
     page.keyboard.press("Escape")
     page.keyboard.press("s")  # bob's: not sure
     expect(desk_item(page)).to_have_id(f"item-{third.bag_id}")
     expect(page.locator("#desk .messages")).to_contain_text("Skipped bob’s conflict")
     expect(page.locator("#toast .last-resolution")).to_contain_text("Your last resolution: alice’s bag")
 
+    expect(page.locator("#desk-reason")).to_be_focused()
     page.keyboard.press("Escape")
     page.keyboard.press("u")
     expect(page.get_by_role("status").first).to_contain_text("Undone: alice’s bag is back in conflict")
@@ -389,9 +396,8 @@ def test_u_after_a_skip_undoes_the_resolution_made_a_moment_before(page: Page, l
     expect(desk_item(page)).to_have_id(f"item-{first.bag_id}")
     assert has_disagreement(first.user_id, first.bag_id)
     assert live_polarities(first) == ["negative", "positive", "positive"]
-    # Nothing left to undo: u says so, once the undo's swap has settled (a key pressed while the
-    # page is still being replaced lands on the old one).
-    page.wait_for_load_state("networkidle")
+    # Nothing left to undo: u says so.
+    expect(page.locator("#desk-reason")).to_be_focused()
     page.keyboard.press("Escape")
     page.keyboard.press("u")
     expect(page.locator("#key-hint")).to_have_text("No resolution to undo here.")
