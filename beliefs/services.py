@@ -15,6 +15,7 @@ from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.job_runs.models import JobRun, Trigger
 from atlaso_site.job_runs.services import job_enqueue
 from atlaso_site.lib.errors import NOT_FOUND, VALIDATION_ERROR, AtlasoError
+from atlaso_site.lib.forgotten import erased
 from atlaso_site.lib.idempotency import (
     WINDOW,
     idempotency_conflict,
@@ -49,6 +50,7 @@ from beliefs.models import (
     ProvenanceTier,
     WithdrawnDeposit,
 )
+from beliefs.tombstones import observation_key_forgotten
 
 DEFAULT_PERMISSIONS = ("read", "write")
 MAX_SOURCE_ID = 200
@@ -388,6 +390,8 @@ def _claim_key(user_id: str, key: str, checked: _Checked, now: datetime) -> Reco
     inserts; the others wait for its transaction, then find its row and its revision. An entry
     past its window is removed first, so correctness never waits for the cleanup job.
     """
+    if observation_key_forgotten(user_id, key, now):
+        raise erased(key)
     ObservationKey.objects.filter(user_id=user_id, key=key, created_at__lte=now - WINDOW).delete()
     fingerprint = checked.fingerprint()
     with connection.cursor() as cursor:

@@ -24,6 +24,7 @@ def recall_deposits(request: HttpRequest, user_id: UserId, query: Query[RecallQu
         facets=query.facets(),
         limit=query.limit,
         include_superseded=query.include_superseded,
+        mode=query.mode,
     )
     services.recall_record(user_id=user_id, results=results)
     return Status(200, results)

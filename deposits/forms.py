@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.lib.text import is_blank
 from atlaso_site.ui.pages import page_number
+from deposits.domain.meaning import MODES
 from deposits.domain.recall import MAX_LIMIT
 from deposits.domain.types import FACETS, INT_FACETS
 
@@ -251,11 +252,13 @@ class EraseForm(ReasonForm):
 
 
 class RecallForm(RefusableForm):
-    """The playground's query (`q`, `limit` and the six facets) as typed, and an error per field."""
+    """The playground's query (`q`, `limit`, `mode` and the six facets) as typed, and an error per field."""
 
     refusal_field = "q"
 
     q = TextField()
+    # Empty: the server's choice, as an agent that sends no mode gets.
+    mode = TextField(strip=True)
     limit = WholeNumberField(
         message=f"limit must be a whole number from 1 to {MAX_LIMIT}", empty_value=str(DEFAULT_RECALL_LIMIT)
     )
@@ -267,6 +270,18 @@ class RecallForm(RefusableForm):
             self.fields[name] = (
                 WholeNumberField(message=message) if name in INT_FACETS else TextField(strip=True)
             )
+
+    def clean_mode(self) -> str | None:
+        mode = self.cleaned_data.get("mode") or None
+        if mode is not None and mode not in MODES:
+            raise ValidationError(
+                f"mode must be one of {', '.join(MODES)}, or the server's choice", code="invalid"
+            )
+        return mode
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return MODES
 
     @property
     def facets(self) -> dict[str, Any]:

@@ -196,6 +196,9 @@ class Deposit(models.Model):
         indexes = [
             models.Index(fields=["user_id", "created_at"], name="deposit_user_created"),
             models.Index(fields=["user_id", "bag", "polarity", "created_at"], name="deposit_user_bag"),
+            # What the database asks of each bag row deleted (forgetting an owner): whether a
+            # deposit still names it. Without it, each is a scan of every deposit.
+            models.Index(fields=["bag"], name="deposit_bag"),
         ]
 
     def __str__(self) -> str:
@@ -361,6 +364,7 @@ class ConflictEpisode(models.Model):
         ]
         indexes = [
             models.Index(fields=["user_id", "ended_at"], name="episode_user_ended"),
+            models.Index(fields=["bag"], name="episode_bag"),
             models.Index(fields=["ended_at", "started_at"], name="episode_ended_started"),
             # The open conflicts oldest first, as the queue lists them and the desk hands them out.
             models.Index(
@@ -459,6 +463,7 @@ class ReviewSkip(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["reviewer", "bag"], name="skip_reviewer_bag")]
+        indexes = [models.Index(fields=["bag"], name="skip_bag")]
 
 
 class Resolution(models.Model):
@@ -483,6 +488,28 @@ class Resolution(models.Model):
             models.Index(fields=["created_at"], name="resolution_created"),
             models.Index(fields=["reviewer", "created_at"], name="resolution_reviewer_created"),
             models.Index(fields=["user_id", "bag", "created_at"], name="resolution_user_bag"),
+            models.Index(fields=["bag"], name="resolution_bag"),
+        ]
+
+
+class ImportedRow(models.Model):
+    """What an import wrote for a row of its file that it could not file under the row's own id:
+    a deposit whose id another owner holds, and every observation (portability.md). The import
+    finds here what it wrote before, so a line run again is a duplicate and a later line's
+    reference (an edge's end, an observation's deposit) reaches the row it names."""
+
+    DEPOSIT, OBSERVATION = "deposit", "observation"
+
+    user_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=16)
+    # The source's id: a deposit's UUID, or an observation's digest (deposits.services.portability).
+    source = models.CharField(max_length=64)
+    # What the import wrote for it: the new deposit's UUID, or the revision's id.
+    target = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user_id", "kind", "source"], name="imported_row_source")
         ]
 
 
@@ -499,3 +526,67 @@ class ResolutionKept(models.Model):
             models.UniqueConstraint(fields=["resolution", "deposit"], name="resolution_kept_unique")
         ]
         indexes = [models.Index(fields=["user_id", "deposit"], name="resolution_kept_user_deposit")]
+
+
+# ---- Recall by meaning: vectors, the backlog, what each model is (recall-by-meaning.md) ----
+
+
+class EmbeddingModel(models.Model):
+    """A model recall by meaning has used, as the embedding job calibrated it (deposits.domain.meaning)."""
+
+    name = models.CharField(max_length=200, primary_key=True)  # embedder and model, `local:…`
+    dims = models.IntegerField()
+    floor = models.FloatField()  # a deposit found by meaning alone comes closer than this
+    centre = models.BinaryField()  # float32 × dims: where the binary codes split each dimension
+    calibrated_at = models.DateTimeField()
+    # When every deposit lacking a vector of this model was put in the backlog: once, as the
+    # job first runs with it (a model change re-embeds everything that way).
+    backlog_filled_at = models.DateTimeField(null=True)
+
+
+class DepositVector(models.Model):
+    """A deposit's vector by one model: int8 (exact cosine) and a binary code (candidates).
+
+    Written by the embedding job alone, never inside a write; erased with its deposit."""
+
+    id = models.BigAutoField(primary_key=True)
+    deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    model = models.CharField(max_length=200)
+    code = models.BinaryField()
+    vector = models.BinaryField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["deposit", "model"], name="vector_deposit_model")]
+        # Recall reads an owner's codes of one model in id order, from where it last read.
+        indexes = [models.Index(fields=["user_id", "model", "id"], name="vector_user_model")]
+
+
+class EmbeddingPending(models.Model):
+    """A deposit waiting for its vector: the embedding backlog.
+
+    Each written deposit is put here by the database (a trigger on the deposits, whatever path
+    writes them: deposits/0028) in its write's transaction; the embedding job takes it out when
+    it writes the vector, or when the deposit needs none (retracted). A model change puts back
+    every deposit lacking a vector of the new model."""
+
+    deposit = models.OneToOneField(Deposit, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    user_id = models.CharField(max_length=128)
+    queued_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "queued_at"], name="pending_user_queued"),
+            models.Index(fields=["queued_at"], name="pending_queued"),
+        ]
+
+
+class VectorHead(models.Model):
+    """The newest vector an owner has of a model: recall asks it whether the owner's codes it holds
+    in memory are current (deposits.search.meaning), in one key lookup. Written with the vectors."""
+
+    pk = models.CompositePrimaryKey("user_id", "model")
+    user_id = models.CharField(max_length=128)
+    model = models.CharField(max_length=200)
+    last_id = models.BigIntegerField()

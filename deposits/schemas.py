@@ -82,6 +82,9 @@ BeliefValue = Annotated[str, Field(max_length=MAX_VALUE_LENGTH, json_schema_extr
 
 # A bag id in a path: one of another shape names no bag (404).
 BagId = stated_text(pattern=f"^{BAG_ID_PATTERN.pattern}$")
+# Recall's modes and which ranking found a hit (deposits.domain.meaning; tests/test_enum_owners.py).
+RecallMode = Literal["words", "meaning", "hybrid"]
+MatchedBy = Literal["words", "meaning", "both"]
 
 
 class FacetsIn(Schema):
@@ -271,6 +274,15 @@ class RecallQuery(FacetsIn):
     )
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     include_superseded: bool = False
+    mode: RecallMode | None = Field(
+        None,
+        description="How to find the deposits: `words` (full text, as recall has always searched), "
+        "`meaning` (by embeddings: a query that shares no word with a claim still finds it), or "
+        "`hybrid` (both rankings fused by reciprocal rank). Default: `hybrid` when the server has an "
+        "embedder and the owner has vectors, else `words`. `meaning` or `hybrid` on a server with no "
+        "embedder answers 422 `embedder_unavailable`; with an embedder that fails, recall falls back "
+        "to words and `explain` says so.",
+    )
 
 
 class BeliefOnHitOut(VerdictOut):
@@ -298,6 +310,7 @@ class SearchResultOut(OutSchema):
     superseded: bool
     explain: str
     belief: BeliefOnHitOut | None
+    matched_by: MatchedBy = Field(description="Which ranking found the hit: `words`, `meaning` or `both`.")
     deposit: DepositOut
 
 

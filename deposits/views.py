@@ -495,7 +495,13 @@ def recall_playground(request: HttpRequest, user_id: str) -> HttpResponse:
     if asked and form.is_valid():
         query = form.cleaned_data
         try:
-            results = recall(user_id=user_id, query=query["q"], facets=form.facets, limit=query["limit"])
+            results = recall(
+                user_id=user_id,
+                query=query["q"],
+                facets=form.facets,
+                limit=query["limit"],
+                mode=query["mode"],
+            )
         except AtlasoError as error:
             form.refuse(error)
     context = {"user_id": user_id, "form": form, "asked": asked, "max_limit": MAX_LIMIT}

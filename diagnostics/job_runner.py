@@ -9,6 +9,7 @@ in the top app, is the only one that knows every job, so it runs them all: the C
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -18,11 +19,13 @@ from atlaso_site.job_runs.services import job_claim, job_claim_or_watch, job_enq
 from atlaso_site.lib.errors import not_found
 from beliefs.services import REBUILD_BELIEFS, beliefs_rebuild, beliefs_verify
 from deposits.services.deposits import idempotency_expire
+from deposits.services.embedding import deposits_embed
 from diagnostics.services import diagnostics_recompute
 
 RECOMPUTE_DIAGNOSTICS = "recompute_diagnostics"
 EXPIRE_IDEMPOTENCY_KEYS = "expire_idempotency_keys"
 VERIFY_BELIEFS = "verify_beliefs"
+EMBED_DEPOSITS = "embed_deposits"
 
 Job = Callable[[Mapping[str, Any], Progress], Mapping[str, Any]]
 
@@ -35,6 +38,13 @@ JOBS: dict[str, Job] = {
         channels=params.get("channels"), progress=progress
     ),
     VERIFY_BELIEFS: lambda params, progress: beliefs_verify(progress=progress),
+    EMBED_DEPOSITS: lambda params, progress: deposits_embed(
+        progress=progress,
+        user_id=params.get("owner"),
+        limit=params.get("limit"),
+        threads=params.get("threads"),
+        batch=params.get("batch"),
+    ),
 }
 
 #: The jobs a person may start by hand (`job_start`): every job; the API starts any of them.
@@ -78,6 +88,25 @@ def job_run_now(*, name: str, trigger: str, params: Mapping[str, Any] | None = N
     finished = job_execute(run.pk)
     assert finished is not None  # recorded just now and sent nowhere: nobody else can take it
     return finished
+
+
+def embedding_sweep_due() -> bool:
+    """Beat's question: does a deposit wait for its vector longer than EMBED_SWEEP_AFTER_SECONDS,
+    with an embedder configured and no embedding run under way? (Then it records a run.)"""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from atlaso_site.job_runs.models import lost_rule
+    from deposits.embedders import configured
+    from deposits.models import EmbeddingPending
+
+    if configured().embedder is None:
+        return False
+    waited = timezone.now() - timedelta(seconds=settings.EMBED_SWEEP_AFTER_SECONDS)
+    if not EmbeddingPending.objects.filter(queued_at__lt=waited).exists():
+        return False
+    under_way = JobRun.objects.filter(name=EMBED_DEPOSITS, status__in=(Status.QUEUED, Status.RUNNING))
+    return not under_way.with_last_sign().exclude(lost_rule(timezone.now())).exists()
 
 
 def summary(run: JobRun) -> str:

@@ -8,8 +8,11 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
+from atlaso_site.job_runs import JobSkipped
 from atlaso_site.job_runs.models import Trigger
 from atlaso_site.job_runs.services import job_sweep
+from deposits.embedders import EmbedderError
+from deposits.services.embedding import deposits_embed
 from diagnostics import job_runner
 
 logger = logging.getLogger(__name__)
@@ -52,6 +55,36 @@ def sweep_when_a_worker_starts(sender: Any = None, **kwargs: Any) -> None:
         sweep_job_runs.delay()
     except Exception as error:  # the broker is gone again: beat's next sweep will do
         logger.warning("could not queue the start-up sweep: %s", error)
+
+
+@shared_task(name="diagnostics.tasks.embed_new_deposits")
+def embed_new_deposits() -> int:
+    """Asked for by writes once they commit: embed the backlog now (an unrecorded run of the
+    embedding job's service: one a write, or a second, would flood the job runs; the beat sweep's
+    runs, which catch what these miss, are recorded)."""
+    try:
+        counts = deposits_embed()
+    except JobSkipped:
+        return 0  # another run is embedding, and takes these deposits too
+    except EmbedderError as error:
+        logger.warning("embedding new deposits failed: %s; they wait for the sweep", error)
+        return 0
+    if counts["embedded"]:
+        logger.info("embedded %d new deposit(s) (%s/s)", counts["embedded"], counts["per_second"])
+    return int(counts["embedded"])
+
+
+@shared_task(name="diagnostics.tasks.sweep_embeddings")
+def sweep_embeddings() -> str | None:
+    """Beat's tick: a recorded run of the embedding job when a deposit has waited too long."""
+    if not job_runner.embedding_sweep_due():
+        return None
+    return job_runner.job_run_now(name=job_runner.EMBED_DEPOSITS, trigger=Trigger.BEAT).status
+
+
+def ask_for_embedding() -> None:
+    """The services' way to ask for an embedding run after a write (deposits.services.embedding)."""
+    embed_new_deposits.delay()
 
 
 def dispatch(run_id: str) -> None:

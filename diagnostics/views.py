@@ -30,6 +30,7 @@ from atlaso_site.ui import charts, glossary, pages
 from beliefs.selectors import belief_page
 from deposits.selectors.bags import Bag, bag_page
 from deposits.selectors.deposits import owner_exists
+from deposits.selectors.embedding import embedding_status
 from diagnostics import forms, job_runner, selectors
 from diagnostics.domain.fmi import Pillars, band, explain
 from diagnostics.forms import HEALTH_DAYS, TREND_DAYS
@@ -48,12 +49,17 @@ JOB_DESCRIPTIONS = {
     "channel change on the provenance page.",
     job_runner.VERIFY_BELIEFS: "Checks every stored belief against the replay of its log and lists any "
     "that differ as mismatches (beat: daily).",
+    job_runner.EMBED_DEPOSITS: "Embeds the deposits waiting for a vector (recall by meaning), oldest first. "
+    "After each write a task embeds them without recording a run; beat records one for any deposit "
+    "left waiting over EMBED_SWEEP_AFTER_SECONDS.",
 }
 FIRST_RUN = {
     job_runner.RECOMPUTE_DIAGNOSTICS: "Celery beat runs it every few minutes; so does manage.py recompute_diagnostics.",
     job_runner.EXPIRE_IDEMPOTENCY_KEYS: "Celery beat runs it hourly; so does manage.py expire_idempotency_keys.",
     job_runner.REBUILD_BELIEFS: "A tier ceiling or channel change starts one.",
     job_runner.VERIFY_BELIEFS: "Celery beat runs it daily; so does manage.py verify_beliefs.",
+    job_runner.EMBED_DEPOSITS: "Beat records a run when a deposit waits too long for its vector; so does "
+    "manage.py embed_deposits (a backfill).",
 }
 # Reported statuses that mean something needs a person: shown in red on the overview.
 ALARMING = (Status.FAILED, LOST, STALLED)
@@ -270,6 +276,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "alarming": any(row and row.is_alarming for _, row in last_runs),
         "median_resolution": _span(deployment.backlog.median_hours_to_resolution),
         "trend_days": TREND_DAYS,
+        "embedding": embedding_status(),
     }
     return render(request, "diagnostics/overview.html", context)
 
@@ -395,6 +402,7 @@ def owner_detail(request: HttpRequest, user_id: str) -> HttpResponse:
         "median_resolution": _span(history.backlog.median_hours_to_resolution),
         "health_window": selectors.SNAPSHOT_WINDOW_DAYS,
         "trend_days": TREND_DAYS,
+        "embedding": embedding_status(user_id),
     }
     return render(request, "diagnostics/owner.html", context)
 
@@ -471,6 +479,7 @@ def job_runs(request: HttpRequest) -> HttpResponse:
             for name in job_runner.JOBS
         ],
         "startable": job_runner.DASHBOARD_STARTABLE if is_operator(request.user) else (),
+        "embedding": embedding_status(),
     }
     return render(request, "diagnostics/jobs.html", context)
 

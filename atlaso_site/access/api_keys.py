@@ -94,14 +94,17 @@ MiB = 1024 * 1024
 class BodyAllowance:
     """How large an operation's body may be, decided before a byte of it is read.
 
-    `bytes` bounds what is read (never more than DATA_UPLOAD_MAX_MEMORY_SIZE); `members` bounds
-    its shape: the commas outside strings, so array elements and object members in all, counted
-    before the JSON is parsed, since parsing and validating millions of tiny values costs
-    seconds and gigabytes where the same bytes as one string cost nothing.
+    `bytes` bounds what is read (never more than DATA_UPLOAD_MAX_MEMORY_SIZE, unless `streamed`);
+    `members` bounds its shape: the commas outside strings, so array elements and object members
+    in all, counted before the JSON is parsed, since parsing and validating millions of tiny
+    values costs seconds and gigabytes where the same bytes as one string cost nothing.
+    `streamed`: the operation reads its body as it arrives, a piece at a time (an import), so
+    the server hands it over unread instead of reading it ahead, and no memory bound applies.
     """
 
     bytes: int
     members: int
+    streamed: bool = False
 
 
 # One claim, observation, tier or channel. The widest legal one (8,000 characters at 6 bytes
@@ -188,6 +191,8 @@ def api_body_allowance(request: HttpRequest) -> BodyAllowance:
     rule = getattr(request, "admitted_by", None)
     if not isinstance(rule, ApiKeyAuth):
         return BodyAllowance(bytes=0, members=0)
+    if rule.body.streamed:
+        return rule.body
     ceiling = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return BodyAllowance(bytes=min(rule.body.bytes, ceiling), members=rule.body.members)
 

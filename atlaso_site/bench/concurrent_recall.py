@@ -15,7 +15,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
@@ -54,8 +54,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gunicorn(workers: int) -> Iterator[str]:
-    """A gunicorn serving this project on a free local port; its base URL while it runs."""
+def gunicorn(workers: int, *, started: Callable[[int], object] | None = None) -> Iterator[str]:
+    """A gunicorn serving this project on a free local port; its base URL while it runs.
+    `started` is told its master's pid once it listens."""
     port = _free_port()
     # Production's command, its access log (one line per recall) discarded rather than read.
     command = serve.commands("127.0.0.1", port)["web"]
@@ -84,6 +85,8 @@ def gunicorn(workers: int) -> Iterator[str]:
                         f"gunicorn did not listen on {port} within {READY_SECONDS:.0f} s"
                     ) from None
                 time.sleep(0.2)
+        if started is not None:
+            started(server.pid)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()

@@ -9,7 +9,8 @@ from django.db import connection
 # deposits (a trigger deletes them); the bags' lexeme chunks have none, so they are named.
 OWNER_TABLES = (
     "deposits_resolutionkept", "deposits_resolution", "deposits_reviewclaim", "deposits_reviewskip",
-    "deposits_contradiction", "deposits_idempotencyentry", "deposits_deposit", "deposits_conflictepisode",
+    "deposits_contradiction", "deposits_idempotencyentry", "deposits_depositvector",
+    "deposits_embeddingpending", "deposits_vectorhead", "deposits_deposit", "deposits_conflictepisode",
     "deposits_bagterms", "deposits_scopebag", "deposits_recalllog", "deposits_ownertally",
 )  # fmt: skip
 

@@ -20,8 +20,8 @@ from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from atlaso_site.job_runs import JobSkipped, Progress
@@ -361,3 +361,48 @@ def process_beat(*, role: str, node: str, at: datetime) -> None:
         update_fields=["beat_at"],
     )
     ProcessBeat.objects.filter(role=role, beat_at__lt=at - FORGET_PROCESS_AFTER).delete()
+
+
+# What a forgotten owner's id is replaced by in a run's error text.
+FORGOTTEN = "[forgotten owner]"
+
+
+def _without_owner(value: Any, user_id: str) -> Any:
+    """`value` (a run's params or counts) with every mention of the owner gone: an entry of a
+    list that names it (a verify run's [user_id, key]) is dropped, a text that holds it reworded."""
+    if isinstance(value, str):
+        return value.replace(user_id, FORGOTTEN)
+    if isinstance(value, list):
+        return [_without_owner(v, user_id) for v in value if not _names(v, user_id)]
+    if isinstance(value, dict):
+        return {k: _without_owner(v, user_id) for k, v in value.items() if k != user_id}
+    return value
+
+
+def _names(value: Any, user_id: str) -> bool:
+    if isinstance(value, str):
+        return value == user_id
+    if isinstance(value, (list, dict)):
+        return any(_names(v, user_id) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def job_runs_forget_owner(user_id: str) -> int:
+    """Remove the owner from every run that names it (its params, its counts, its error),
+    inside the caller's transaction; returns the runs changed. The runs stay: they are the
+    deployment's record, the owner is not theirs to keep."""
+    runs = JobRun.objects.annotate(
+        params_text=Cast("params", TextField()), counts_text=Cast("counts", TextField())
+    )
+    mentions = runs.filter(
+        Q(params_text__contains=user_id) | Q(counts_text__contains=user_id) | Q(error__contains=user_id)
+    )
+    changed = 0
+    for run in mentions.select_for_update(of=("self",)):
+        JobRun.objects.filter(pk=run.pk).update(
+            params=_without_owner(run.params, user_id),
+            counts=_without_owner(run.counts, user_id),
+            error=None if run.error is None else run.error.replace(user_id, FORGOTTEN),
+        )
+        changed += 1
+    return changed

@@ -23,6 +23,8 @@ LENGTH_REQUIRED = "length_required"
 UNAUTHORIZED = "unauthorized"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 INTERNAL_ERROR = "internal_error"
+# Recall by meaning was asked for and no embedder is configured (recall-by-meaning.md).
+EMBEDDER_UNAVAILABLE = "embedder_unavailable"
 
 # The one map from an error's code to its HTTP status, read by the API's handlers and by the
 # middleware that wraps the framework's own refusals; services and selectors know no HTTP.
@@ -41,6 +43,7 @@ ERROR_STATUS: dict[str, int] = {
     ERASED: 410,
     LENGTH_REQUIRED: 411,
     INTERNAL_ERROR: 500,
+    EMBEDDER_UNAVAILABLE: 422,
 }
 
 

@@ -73,6 +73,29 @@ class SearchBackend:
         """Parameters `match_sql` takes, in order."""
         return [query]
 
+    def bags_matching(self, request: SearchRequest, bag_ids: list[str]) -> set[str]:
+        """Which of these bags of the owner hold a deposit the words match (as `search` counts
+        them: live ones, superseded too when asked): hybrid recall counts each bag once."""
+        if not bag_ids:
+            return set()
+        query = self.text_query(request.words)
+        superseded = superseded_sql("d", owner_param=True)
+        live_filter = "" if request.include_superseded else f" AND NOT {superseded}"
+        marks = ", ".join(["%s"] * len(bag_ids))
+        sql = f"""
+SELECT DISTINCT d.bag_id FROM {self.source_sql}
+WHERE {self.match_sql} AND d.user_id = %s AND d.retracted_at IS NULL{live_filter} AND d.bag_id IN ({marks})
+"""
+        params: list[object] = [
+            *self.match_params(query, request.user_id),
+            request.user_id,
+            *([] if request.include_superseded else [request.user_id]),
+            *bag_ids,
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return {row[0] for row in cursor.fetchall()}
+
     def search(self, request: SearchRequest) -> tuple[list[Candidate], Aggregates, set[str]]:
         """(top candidates per class, aggregates over every match, ids of superseded hits)."""
         query = self.text_query(request.words)

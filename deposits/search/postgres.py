@@ -429,6 +429,21 @@ class PostgresBackend(SearchBackend):
             return [], matched.aggregates, set()
         return self._best_per_class(request, query, matched), matched.aggregates, set()
 
+    def bags_matching(self, request: SearchRequest, bag_ids: list[str]) -> set[str]:
+        if request.include_superseded or not bag_ids:
+            return super().bags_matching(request, bag_ids)
+        # As the aggregate asks them (`_matching_bags`): the bag's row, else its chunks.
+        sql = f"""
+WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q)
+SELECT bag.id FROM q, deposits_scopebag bag
+WHERE bag.user_id = %s AND bag.id = ANY(%s) AND (
+    coalesce(bag.live_terms @@ q.q, false)
+    OR (bag.terms_overflow AND {OVERFLOW_MATCH_FUNCTION}(bag.user_id, bag.id, q.q, bag.live_terms)))
+"""
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [self.text_query(request.words), request.user_id, bag_ids])
+            return {row[0] for row in cursor.fetchall()}
+
     def _matching_bags(self, request: SearchRequest, query: str) -> _Matched:
         facets = "".join(f" AND bag.{name} = %s" for name in request.facets)
         sides = [(side, p) for side in (True, False) for p in POLARITIES]

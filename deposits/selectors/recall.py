@@ -9,17 +9,28 @@ from typing import Any
 
 from django.utils import timezone
 
-from atlaso_site.lib.errors import invalid
+from atlaso_site.lib.errors import EMBEDDER_UNAVAILABLE, AtlasoError, invalid
 from beliefs.domain.rule import Verdict
 from beliefs.domain.values import normalize_value
 from beliefs.selectors import verdict_of, verdicts_for
 from deposits.domain.bags import BagStats, compared, explain_hit
-from deposits.domain.recall import MAX_LIMIT, EmptyQueryError, explain_results, query_words, slice_hits
+from deposits.domain.meaning import MODES, explain_modes, fused
+from deposits.domain.recall import (
+    MAX_LIMIT,
+    Candidate,
+    EmptyQueryError,
+    explain_results,
+    query_words,
+    slice_hits,
+)
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.types import Scope
 from deposits.domain.validation import validate_scope, validate_user_id
+from deposits.embedders import EmbedderError, QueryVector, configured
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
+from deposits.search.meaning import MeaningMatch, ModelInfo, meaning_search, owner_codes
+from deposits.selectors.embedding import model_info
 from deposits.selectors.hits import HitDetail, hit_details
 
 
@@ -43,6 +54,8 @@ class SearchResult:
     conflict_peers: tuple[str, ...] = ()
     superseded: bool = False
     belief: HitBelief | None = None
+    # Which ranking found it: words, meaning, or both (recall-by-meaning.md).
+    matched_by: str = "words"
 
     @property
     def id(self) -> str:
@@ -104,6 +117,9 @@ class SearchResults:
     is_confident: bool
     bag_count: int
     conflict_bag_count: int
+    # The rankings that ran, and why meaning did not when it was asked for (it fell back to words).
+    modes: tuple[str, ...] = ("words",)
+    unavailable: str | None = None
 
     def __iter__(self):
         return iter(self.items)
@@ -112,12 +128,14 @@ class SearchResults:
         return len(self.items)
 
     def explain(self) -> str:
-        return explain_results(
+        told = explain_results(
             hit_count=len(self.items),
             bag_count=self.bag_count,
             conflict_bag_count=self.conflict_bag_count,
             is_confident=self.is_confident,
         )
+        modes = explain_modes(self.modes, self.unavailable)
+        return f"{told} · {modes}" if modes else told
 
 
 def _hit_beliefs(user_id: str, details: Iterable[HitDetail], now: datetime) -> dict[str, HitBelief]:
@@ -171,7 +189,14 @@ def _validated(
     return words, {name: compared(value) for name, value in given.items()}
 
 
-def _results(hits: list[SearchResult], in_conflict: Mapping[str, bool], totals: Aggregates) -> SearchResults:
+def _results(
+    hits: list[SearchResult],
+    in_conflict: Mapping[str, bool],
+    totals: Aggregates,
+    *,
+    modes: tuple[str, ...] = ("words",),
+    unavailable: str | None = None,
+) -> SearchResults:
     """Conflict hits first; a value its belief no longer asserts ranks below the rest of its class."""
     hits.sort(key=lambda h: (not in_conflict[h.id], h.is_demoted, -h.score, h.id))
     return SearchResults(
@@ -180,6 +205,8 @@ def _results(hits: list[SearchResult], in_conflict: Mapping[str, bool], totals: 
         is_confident=totals.confident_bag_count > 0 and totals.conflict_bag_count == 0,
         bag_count=totals.bag_count,
         conflict_bag_count=totals.conflict_bag_count,
+        modes=modes,
+        unavailable=unavailable,
     )
 
 
@@ -191,23 +218,131 @@ def recall(
     limit: int = 10,
     include_superseded: bool = False,
     now: datetime | None = None,
+    mode: str | None = None,
 ) -> SearchResults:
     """Search one owner's live deposits; flags come from every matching bag, before the slice.
 
-    A pure read: recording the recall for the Coverage pillar is `services.recall_record`.
+    `mode` is `words`, `meaning` or `hybrid` (recall-by-meaning.md); None: hybrid when an
+    embedder is configured and the owner has vectors of its model, else words. A pure read:
+    recording the recall for the Coverage pillar is `services.recall_record`.
     """
     words, given = _validated(user_id, query, facets, limit)
+    if mode is not None and mode not in MODES:
+        raise invalid("mode", f"mode must be one of {', '.join(MODES)}")
     now = now or timezone.now()
-    candidates, totals, superseded = search_backend().search(
-        SearchRequest(
-            user_id=user_id, words=words, now=now, per_class=limit, facets=given,
-            include_superseded=include_superseded,
-        )
+    request = SearchRequest(
+        user_id=user_id, words=words, now=now, per_class=limit, facets=given,
+        include_superseded=include_superseded,
     )  # fmt: skip
+    if mode == "words":
+        return _by_words(request, limit)
+    plan = _meaning_plan(user_id, mode)
+    if isinstance(plan, str):  # no vectors to search (why, when meaning was asked for)
+        return _by_words(request, limit, unavailable=plan if mode is not None else None)
+    embedder_query, model = plan
+    asked = mode or "hybrid"
+    # The query is embedded on another thread while the words are searched here.
+    vector = QueryVector(embedder_query, query)
+    words_found = search_backend().search(request) if asked == "hybrid" else None
+    try:
+        query_vector = vector.result()
+        if query_vector.shape != (model.dims,):
+            raise EmbedderError(
+                f"the embedder answered {query_vector.shape[-1]} dimensions where {model.name}'s vectors have {model.dims}"
+            )
+        matches = meaning_search(request, query_vector, model)
+    except EmbedderError as error:
+        return _by_words(request, limit, unavailable=str(error), found=words_found)
+    return _by_meaning(request, limit, matches, words_found)
+
+
+def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo] | str:
+    """The embedder and model to search by meaning with, or why there is none to search.
+
+    With no usable embedder, asking for meaning (or hybrid) is refused: 422 embedder_unavailable.
+    """
+    found = configured()
+    if found.embedder is None:
+        if mode is None:
+            return "no embedder is configured"
+        raise AtlasoError(
+            EMBEDDER_UNAVAILABLE,
+            f"recall by {mode} needs an embedder, and this server has none: "
+            f"{found.problem or 'ATLASO_EMBEDDER is none'}; ask with mode=words",
+            field="mode",
+        )
+    model = model_info(found.embedder.name)
+    if model is None or owner_codes(user_id, model).size == 0:
+        return f"no deposit of {user_id} has a vector of {found.embedder.name} yet"
+    return found.embedder, model
+
+
+def _by_words(
+    request: SearchRequest,
+    limit: int,
+    *,
+    unavailable: str | None = None,
+    found: tuple[list[Candidate], Aggregates, set[str]] | None = None,
+) -> SearchResults:
+    """Recall by words, exactly as it has always ranked (`unavailable`: meaning was asked for)."""
+    candidates, totals, superseded = found if found is not None else search_backend().search(request)
     chosen = slice_hits(candidates, limit)
-    details = hit_details(user_id, [c.id for c in chosen])
-    beliefs = _hit_beliefs(user_id, details.values(), now)
-    hits = [
+    hits = _hits(request, chosen, superseded, dict.fromkeys((c.id for c in chosen), "words"))
+    return _results(hits, {c.id: c.in_conflict for c in chosen}, totals, unavailable=unavailable)
+
+
+def _by_meaning(
+    request: SearchRequest,
+    limit: int,
+    matches: list[MeaningMatch],
+    words_found: tuple[list[Candidate], Aggregates, set[str]] | None,
+) -> SearchResults:
+    """Recall by meaning, or hybrid (`words_found`): the rankings fused by reciprocal rank, then
+    the ordering rule and the polarity reservation as by words. The flags count every bag a
+    words match is in (as by words) and every bag of a deposit found by meaning."""
+    meaning = [match.candidate for match in matches]
+    superseded = {match.candidate.id for match in matches if match.superseded}
+    meaning_bags = {match.candidate.bag_id: match for match in matches}
+    if words_found is None:
+        candidates, matched_by = meaning, dict.fromkeys((c.id for c in meaning), "meaning")
+        totals = _bag_totals(meaning_bags.values())
+        modes: tuple[str, ...] = ("meaning",)
+    else:
+        words, words_totals, words_superseded = words_found
+        candidates, matched_by = fused(words, meaning)
+        superseded |= words_superseded
+        also = meaning_bags
+        if words_totals.bag_count and meaning_bags:
+            known = search_backend().bags_matching(request, list(meaning_bags))
+            also = {bag: match for bag, match in meaning_bags.items() if bag not in known}
+        extra = _bag_totals(also.values())
+        totals = Aggregates(
+            bag_count=words_totals.bag_count + extra.bag_count,
+            conflict_bag_count=words_totals.conflict_bag_count + extra.conflict_bag_count,
+            confident_bag_count=words_totals.confident_bag_count + extra.confident_bag_count,
+        )
+        modes = ("words", "meaning")
+    chosen = slice_hits(candidates, limit)
+    hits = _hits(request, chosen, superseded, matched_by)
+    return _results(hits, {c.id: c.in_conflict for c in chosen}, totals, modes=modes)
+
+
+def _bag_totals(matches: Iterable[MeaningMatch]) -> Aggregates:
+    """Bags, conflict bags and confident bags among the bags of these matches (one match per bag)."""
+    matches = list(matches)
+    return Aggregates(
+        bag_count=len(matches),
+        conflict_bag_count=sum(m.candidate.in_conflict for m in matches),
+        confident_bag_count=sum(m.confident for m in matches),
+    )
+
+
+def _hits(
+    request: SearchRequest, chosen: list[Candidate], superseded: set[str], matched_by: Mapping[str, str]
+) -> list[SearchResult]:
+    details = hit_details(request.user_id, [c.id for c in chosen])
+    beliefs = _hit_beliefs(request.user_id, details.values(), request.now)
+    return [
         SearchResult(
             deposit=details[c.id].record,
             score=c.score,
@@ -216,11 +351,11 @@ def recall(
             conflict_peers=details[c.id].conflict_peers,
             superseded=c.id in superseded,
             belief=beliefs.get(c.id),
+            matched_by=matched_by.get(c.id, "words"),
         )
         for c in chosen
         if c.id in details
     ]
-    return _results(hits, {c.id: c.in_conflict for c in chosen}, totals)
 
 
 __all__ = ["HitBelief", "SearchResult", "SearchResults", "recall"]

@@ -63,6 +63,7 @@ from deposits.models import (
 from deposits.search import search_backend
 from deposits.selectors.deposits import as_uuid, deposit_record, deposit_records
 from deposits.selectors.recall import SearchResults
+from deposits.services import embedding
 from deposits.services.bag_counts import (
     NewDeposits,
     bags_add_deposits,
@@ -72,6 +73,7 @@ from deposits.services.bag_counts import (
 )
 from deposits.services.episodes import Closer, episodes_sync
 from deposits.services.owners import Tally, tally_write
+from deposits.services.tombstones import forgotten_keys
 from deposits.sql.bulk import insert_rows
 
 DEPOSIT_COLUMNS = (
@@ -352,6 +354,15 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
             item.fail(invalid(f"belief.{error.field}", error.message))
 
 
+def _refuse_forgotten_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
+    """A forgotten owner's keys stay tombstones for the rest of their window: its replays are
+    refused before anything else, as what they contradicted is gone with it."""
+    forgotten = forgotten_keys(user_id, [item.key for item in pending if item.key is not None], now)
+    for item in pending:
+        if item.key is not None and item.key in forgotten:
+            item.fail(_erased(item.key))
+
+
 def _write_batch(
     user_id: str, pending: Sequence[_Pending], *, channel_name: str | None, now: datetime, tally: Tally
 ) -> None:
@@ -361,10 +372,11 @@ def _write_batch(
     are decided before anything is written, so they leave nothing behind. What it changes for
     the owner is added to `tally`, which the caller writes last (`tally_write`).
     """
+    _refuse_forgotten_keys(user_id, pending, now)
     targets = _lock_targets(user_id, pending)
     for item in pending:
         missing = _missing_targets(item.draft.contradicts, targets)
-        if missing:
+        if missing and item.outcome is None:
             item.fail(_missing_error(missing))
     channel = None
     if channel_name is not None and any(p.draft.belief for p in pending):
@@ -435,6 +447,8 @@ def _insert(
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
     in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
+    # The database put them in the embedding backlog; their vectors are made after the commit.
+    embedding.when_committed()
     edges = [
         Contradiction(
             user_id=user_id,
@@ -525,9 +539,11 @@ def deposit_contradict(
 ) -> AddResult:
     """Write a correction that supersedes the listed deposits; scope defaults to the first one's."""
     draft = correction.draft
+    key = validate_idempotency_key(idempotency_key)
+    if key is not None and forgotten_keys(draft.user_id, [key], timezone.now()):
+        raise _erased(key)
     if correction.inherits_scope:
         draft = _inherited_scope(draft.user_id, draft)
-    key = validate_idempotency_key(idempotency_key)
     return _write_one(draft, channel=channel, key=key, reason=correction.reason)
 
 

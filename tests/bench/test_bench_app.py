@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = {"seed_bench", "bench", "bench_table", "bench_beliefs", "bench_client", "bench_ingest", "loadtest"}
+COMMANDS = {
+    "seed_bench", "bench", "bench_table", "bench_beliefs", "bench_client", "bench_ingest", "bench_portability", "loadtest",
+}  # fmt: skip
 
 
 def commands(**env: str) -> set[str]:

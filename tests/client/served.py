@@ -70,6 +70,8 @@ class ServedAtlaso:
             "SECRET_KEY": "client-tests-only-not-a-secret",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "ATLASO_VAR_DIR": str(self.folder / "var"),
+            # Recall by words, as the client's tests pin it (tests/deposits/meaning has the model).
+            "ATLASO_EMBEDDER": "none",
         }
 
     @classmethod

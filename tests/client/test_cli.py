@@ -82,6 +82,16 @@ def test_add_then_recall_shows_the_conflict(client_env: ServedAtlaso, owner: str
     assert wire["kind"] == "search_results" and len(wire["items"]) == 1 and wire["has_disagreement"]
 
 
+def test_recall_takes_a_mode_and_a_server_without_an_embedder_refuses_meaning(
+    client_env: ServedAtlaso, owner: str
+):
+    atlaso("add", owner, "retries fix the flaky upload")
+    code, out, _ = atlaso("recall", owner, "flaky upload", "--mode", "words", "--json")
+    assert code == 0 and [hit["matched_by"] for hit in json.loads(out)["items"]] == ["words"]
+    code, out, err = atlaso("recall", owner, "flaky upload", "--mode", "meaning")
+    assert code == 1 and out == "" and "needs an embedder" in err
+
+
 def test_add_with_a_key_twice_is_a_replay(client_env: ServedAtlaso, owner: str):
     first = atlaso("add", owner, "likes tea", "--idempotency-key", "ak_cli_1")[1]
     second = atlaso("add", owner, "likes tea", "--idempotency-key", "ak_cli_1")[1]

@@ -351,3 +351,33 @@ def test_every_reads_wire_form_reads_back_whole(memory: Memory, owner: str, serv
         assert kind.from_wire(wire).to_dict() == wire, path
     for revision in raw(served, f"/users/{owner}/beliefs/milk/revisions")["items"]:
         assert BeliefRevision.from_wire(revision).to_dict() == revision
+
+
+def test_recall_sends_its_mode_and_a_server_without_an_embedder_refuses_meaning(
+    memory: Memory, client_env: ServedAtlaso, owner: str
+):
+    """The suite serves Atlaso with ATLASO_EMBEDDER=none: words answer, meaning is refused."""
+    from atlaso import EmbedderUnavailableError
+
+    user = memory.for_user(owner)
+    user.add("retries fix the flaky upload")
+    hits = user.recall("flaky upload", mode="words")
+    assert [hit.matched_by for hit in hits] == ["words"]
+    assert [hit.id for hit in memory.recall("flaky upload", user_id=owner, mode="words")] == [
+        hit.id for hit in hits
+    ]
+    for mode in ("meaning", "hybrid"):
+        with pytest.raises(EmbedderUnavailableError, match="needs an embedder") as refused:
+            user.recall("flaky upload", mode=mode)  # type: ignore[arg-type]
+        assert (refused.value.status_code, refused.value.field) == (422, "mode")
+    with pytest.raises(InputValidationError, match="mode must be one of"):
+        user.recall("flaky upload", mode="vibes")  # type: ignore[arg-type]
+
+    async def main() -> None:
+        async with AsyncMemory() as m:
+            found = await m.for_user(owner).recall("flaky upload", mode="words")
+            assert [hit.matched_by for hit in found] == ["words"]
+            with pytest.raises(EmbedderUnavailableError):
+                await m.recall("flaky upload", user_id=owner, mode="meaning")
+
+    asyncio.run(main())

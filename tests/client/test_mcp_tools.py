@@ -112,6 +112,26 @@ def test_add_and_recall_answer_structured_content_and_a_short_text(served: Serve
     session(served, work)
 
 
+def test_recall_takes_a_mode_and_says_which_ranking_found_each_hit(served: ServedAtlaso, owner: str):
+    """The suite's server recalls by words alone (ATLASO_EMBEDDER=none): meaning is a tool error."""
+
+    async def work(client: Client) -> None:
+        await client.call_tool("add", {"content": "retries fix the flaky upload", "user_id": owner})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        mode = tools["recall"].input_schema["properties"]["mode"]
+        enum = [value for choice in mode["anyOf"] for value in choice.get("enum", ())]
+        assert enum == ["words", "meaning", "hybrid"]
+        assert "meaning" in mode["description"] and "words" in mode["description"]
+        found = await client.call_tool("recall", {"query": "flaky upload", "user_id": owner, "mode": "words"})
+        assert [hit["matched_by"] for hit in found.structured_content["items"]] == ["words"]
+        refused = await client.call_tool(
+            "recall", {"query": "flaky upload", "user_id": owner, "mode": "meaning"}
+        )
+        assert refused.is_error and "needs an embedder" in refused.content[0].text
+
+    session(served, work)
+
+
 def test_a_gate_rejection_is_a_tool_error_that_says_what_would_pass(served: ServedAtlaso, owner: str):
     async def work(client: Client) -> None:
         refused = await client.call_tool(
@@ -309,7 +329,7 @@ def test_an_unknown_argument_is_refused_by_name_with_the_likely_one_and_nothing_
         assert refused.is_error and refused.structured_content is None
         assert refused.content[0].text == (
             "Error executing tool recall: unknown argument 'limt' (did you mean 'limit'?): recall takes "
-            "query, limit, scope, include_superseded, user_id. Nothing was done; call it again with these names."
+            "query, limit, scope, include_superseded, mode, user_id. Nothing was done; call it again with these names."
         )
         refused = await client.call_tool(
             "add", {"content": "likes tea", "polarty": "positive", "colour": "red", "user_id": owner}

@@ -13,7 +13,7 @@ from django.db import connection
 from deposits.models import ConflictEpisode, Deposit, ResolutionKept, ScopeBag
 from deposits.services.review import bag_resolve
 from tests.deposits.recount import assert_bags_match_a_recount
-from tests.deposits.test_api_erasure_tombstones import erase, rows_holding
+from tests.deposits.test_api_erasure_tombstones import embedding_rows, erase, rows_holding
 
 # Scope values no other row holds: finding one anywhere after the erasure is a leftover.
 SCOPE = {"model": "Quokkaberg-7b", "dataset": "wallaroo-interviews", "env": "prod", "n": 41}
@@ -49,6 +49,7 @@ def test_a_bag_emptied_by_erasing_its_last_deposit_reads_as_never_written(eraser
     assert "wallaroo-interviews" not in admin_client.get("/admin/deposits/scopebag/").content.decode()
     assert rows_holding("Quokkaberg") == []
     assert rows_holding("wallaroo") == []
+    assert embedding_rows(deposit) == []
 
 
 def test_erasing_both_sides_of_a_conflict_leaves_no_bag_episode_or_open_conflict(eraser):

@@ -11,7 +11,14 @@ import pytest
 from django.db import connection
 
 from beliefs.models import Belief, BeliefRevision
-from deposits.models import Contradiction, Deposit, IdempotencyEntry, ScopeBag
+from deposits.models import (
+    Contradiction,
+    Deposit,
+    DepositVector,
+    EmbeddingPending,
+    IdempotencyEntry,
+    ScopeBag,
+)
 from tests.deposits.test_api_idempotency import later
 
 # A word no other row holds, so finding it anywhere means the erasure left a trace.
@@ -90,8 +97,17 @@ def test_any_payload_under_an_erased_key_is_refused_as_erased_not_as_a_conflict(
     assert not Deposit.objects.exists()
 
 
+def embedding_rows(deposit_id: str) -> list[object]:
+    """What recall by meaning keeps of a deposit: its vectors and its place in the backlog."""
+    return [
+        *DepositVector.objects.filter(deposit_id=deposit_id),
+        *EmbeddingPending.objects.filter(deposit_id=deposit_id),
+    ]
+
+
 def test_after_erasure_the_store_keeps_nothing_of_the_erased_content(eraser):
-    add_and_erase(eraser)
+    erased = add_and_erase(eraser)
+    assert embedding_rows(erased) == []
     assert_erased(eraser.post("/users/alice/deposits", CLAIM, headers={"Idempotency-Key": KEY}))
     assert rows_holding(SECRET) == []
     assert rows_holding("quokkaberg") == []  # the index's stemmed lexeme, too

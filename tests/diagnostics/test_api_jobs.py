@@ -136,7 +136,7 @@ def test_starting_an_unknown_job_is_404_naming_the_jobs_and_records_nothing(admi
     assert answer.body["kind"] == "error" and answer.body["error"]["code"] == "not_found"
     assert not JobRun.objects.exists()
     assert answer.body["error"]["message"] == (
-        "there is no job 'no_such_job'; the jobs are: expire_idempotency_keys, rebuild_beliefs, "
+        "there is no job 'no_such_job'; the jobs are: embed_deposits, expire_idempotency_keys, rebuild_beliefs, "
         "recompute_diagnostics, verify_beliefs"
     )
 

@@ -219,6 +219,9 @@ def test_beat_runs_the_three_periodic_jobs_through_the_runner_and_sweeps_every_m
     entries = dict(django_settings.CELERY_BEAT_SCHEDULE)
     sweep = entries.pop("sweep-job-runs")
     assert (sweep["task"], sweep["schedule"]) == ("diagnostics.tasks.sweep_job_runs", 60.0)
+    # The embedding job's sweep records a run only when a deposit has waited too long.
+    embeddings = entries.pop("sweep-embeddings")
+    assert (embeddings["task"], embeddings["schedule"]) == ("diagnostics.tasks.sweep_embeddings", 60.0)
     schedule = {entry["args"][0]: (entry["task"], entry["schedule"]) for entry in entries.values()}
     assert schedule == {
         "recompute_diagnostics": (

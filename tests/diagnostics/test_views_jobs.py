@@ -13,7 +13,7 @@ from tests.diagnostics.dashboard import XSS, logged_in, run
 
 pytestmark = pytest.mark.django_db
 
-STARTABLE = ("recompute_diagnostics", "verify_beliefs", "expire_idempotency_keys")
+STARTABLE = ("recompute_diagnostics", "verify_beliefs", "expire_idempotency_keys", "embed_deposits")
 
 
 def row(html: str, job_run: JobRun) -> str:

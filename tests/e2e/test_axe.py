@@ -63,6 +63,7 @@ def the_pages(operator: bool) -> list[tuple[str, str]]:
         pages.append(("bag resolved", f"/owners/{resolved.user_id}/bags/{resolved.bag_id}/"))
     if operator:
         pages.append(("provenance", reverse("beliefs:provenance")))
+        pages.append(("forget an owner", reverse("diagnostics:owner-forget", args=["alice"])))
     return pages
 
 

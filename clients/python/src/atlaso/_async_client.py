@@ -7,6 +7,7 @@ The same operations (`_operations`) and the same exchange (`_core`) as `Memory`,
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
@@ -19,6 +20,7 @@ from atlaso import _operations as ops
 from atlaso._client import MUTATORS, immutable
 from atlaso._core import Send, Settings, exchange, resolve_settings
 from atlaso._errors import ConfigValidationError
+from atlaso._transfer import ExportSink, ImportSource, PathOrFile, Progress
 from atlaso._types import (
     AddManyResult,
     AddResult,
@@ -31,7 +33,11 @@ from atlaso._types import (
     Deposit,
     DepositPage,
     Diagnostics,
+    ExportHeader,
+    ForgetResult,
+    ImportResult,
     PeekView,
+    RecallMode,
     RetractResult,
     SearchResults,
 )
@@ -105,7 +111,9 @@ class AsyncMemory:
                 return done.value  # type: ignore[no-any-return]
             if isinstance(step, Send):
                 try:
-                    reply = await self._client().send(step.request)
+                    reply = await self._client().send(step.request, stream=step.stream)
+                    if step.stream and not reply.is_success:
+                        await reply.aread()  # an error's envelope, read whole
                 except httpx.TransportError as error:
                     reply = error
             else:
@@ -208,7 +216,7 @@ class AsyncMemory:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
-        mode: str | None = None,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
         return await self.for_user(user_id).recall(
             query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
@@ -277,6 +285,34 @@ class AsyncMemory:
             key, value, observed_at=observed_at, content_confidence=content_confidence,
             taint_tier=taint_tier, source_id=source_id,
         )  # fmt: skip
+
+    async def export(
+        self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
+    ) -> ExportHeader:
+        return await self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
+
+    async def iter_export(
+        self, *, user_id: str, include_retracted: bool = True
+    ) -> AsyncIterator[dict[str, Any]]:
+        async for line in self.for_user(user_id).iter_export(include_retracted=include_retracted):
+            yield line
+
+    async def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        user_id: str,
+        format: str = "atlaso",
+        dry_run: bool = False,
+        on_gate_reject: str = "skip",
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        return await self.for_user(user_id).import_(
+            path_or_file, format=format, dry_run=dry_run, on_gate_reject=on_gate_reject, progress=progress
+        )
+
+    async def forget(self, *, user_id: str, confirm: str) -> ForgetResult:
+        return await self.for_user(user_id).forget(confirm=confirm)
 
 
 class AsyncUserHandle:
@@ -375,9 +411,13 @@ class AsyncUserHandle:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
-        mode: str | None = None,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
-        """Search by words; flags cover every matching bag, so `limit` cannot hide a conflict."""
+        """Search the owner's memory; flags cover every matching bag, so `limit` cannot hide a conflict.
+
+        `mode`: "words" (full text), "meaning" (embeddings: a claim that says the same in other
+        words), "hybrid" (both, fused); None lets the server choose (hybrid where it can).
+        """
         return await self._memory._run(
             ops.recall(
                 self.user_id,
@@ -473,3 +513,53 @@ class AsyncUserHandle:
             self.user_id, key, value, observed_at=observed_at, content_confidence=content_confidence,
             taint_tier=taint_tier, source_id=source_id,
         ))  # fmt: skip
+
+    async def export(self, path_or_file: PathOrFile, *, include_retracted: bool = True) -> ExportHeader:
+        """`UserHandle.export`, awaitable."""
+        sink = ExportSink(path_or_file)
+        response = await self._memory._run(
+            ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip)
+        )
+        try:
+            gzipped = response.headers.get("content-encoding", "") == "gzip"
+            sink.open(arrives_gzipped=gzipped)
+            async for chunk in response.aiter_raw() if gzipped else response.aiter_bytes():
+                sink.write(chunk)
+            return sink.finish()
+        except BaseException:
+            sink.abandon()
+            raise
+        finally:
+            await response.aclose()
+
+    async def iter_export(self, *, include_retracted: bool = True) -> AsyncIterator[dict[str, Any]]:
+        """`UserHandle.iter_export`, as an async iterator."""
+        response = await self._memory._run(
+            ops.export(self.user_id, include_retracted=include_retracted, gzip=True)
+        )
+        try:
+            async for line in response.aiter_lines():
+                if line:
+                    yield json.loads(line)
+        finally:
+            await response.aclose()
+
+    async def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        format: str = "atlaso",
+        dry_run: bool = False,
+        on_gate_reject: str = "skip",
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        """`UserHandle.import_`, awaitable."""
+        source = ImportSource(path_or_file, progress=progress)
+        return await self._memory._run(ops.import_(
+            self.user_id, source.achunks, length=source.length, format=format, dry_run=dry_run,
+            on_gate_reject=on_gate_reject,
+        ))  # fmt: skip
+
+    async def forget(self, *, confirm: str) -> ForgetResult:
+        """`UserHandle.forget`, awaitable."""
+        return await self._memory._run(ops.forget(self.user_id, confirm=confirm))

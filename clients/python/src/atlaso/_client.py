@@ -6,6 +6,7 @@ with `httpx.Client`; `_async_client` drives the same with `httpx.AsyncClient`.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -19,6 +20,7 @@ import httpx
 from atlaso import _operations as ops
 from atlaso._core import Send, Settings, exchange, resolve_settings
 from atlaso._errors import ConfigValidationError
+from atlaso._transfer import ExportSink, ImportSource, PathOrFile, Progress
 from atlaso._types import (
     AddManyResult,
     AddResult,
@@ -31,7 +33,11 @@ from atlaso._types import (
     Deposit,
     DepositPage,
     Diagnostics,
+    ExportHeader,
+    ForgetResult,
+    ImportResult,
     PeekView,
+    RecallMode,
     RetractResult,
     SearchResults,
 )
@@ -109,7 +115,9 @@ class Memory:
                 return done.value  # type: ignore[no-any-return]
             if isinstance(step, Send):
                 try:
-                    reply = self._client().send(step.request)
+                    reply = self._client().send(step.request, stream=step.stream)
+                    if step.stream and not reply.is_success:
+                        reply.read()  # an error's envelope, read whole
                 except httpx.TransportError as error:
                     reply = error
             else:
@@ -212,7 +220,7 @@ class Memory:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
-        mode: str | None = None,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
         return self.for_user(user_id).recall(
             query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
@@ -281,6 +289,31 @@ class Memory:
             key, value, observed_at=observed_at, content_confidence=content_confidence,
             taint_tier=taint_tier, source_id=source_id,
         )  # fmt: skip
+
+    def export(
+        self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
+    ) -> ExportHeader:
+        return self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
+
+    def iter_export(self, *, user_id: str, include_retracted: bool = True) -> Iterator[dict[str, Any]]:
+        return self.for_user(user_id).iter_export(include_retracted=include_retracted)
+
+    def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        user_id: str,
+        format: str = "atlaso",
+        dry_run: bool = False,
+        on_gate_reject: str = "skip",
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        return self.for_user(user_id).import_(
+            path_or_file, format=format, dry_run=dry_run, on_gate_reject=on_gate_reject, progress=progress
+        )
+
+    def forget(self, *, user_id: str, confirm: str) -> ForgetResult:
+        return self.for_user(user_id).forget(confirm=confirm)
 
 
 class UserHandle:
@@ -379,9 +412,13 @@ class UserHandle:
         limit: int = 10,
         scope: ops.ScopeLike | None = None,
         include_superseded: bool = False,
-        mode: str | None = None,
+        mode: RecallMode | None = None,
     ) -> SearchResults:
-        """Search by words; flags cover every matching bag, so `limit` cannot hide a conflict."""
+        """Search the owner's memory; flags cover every matching bag, so `limit` cannot hide a conflict.
+
+        `mode`: "words" (full text), "meaning" (embeddings: a claim that says the same in other
+        words), "hybrid" (both, fused); None lets the server choose (hybrid where it can).
+        """
         return self._memory._run(
             ops.recall(
                 self.user_id,
@@ -473,3 +510,54 @@ class UserHandle:
             self.user_id, key, value, observed_at=observed_at, content_confidence=content_confidence,
             taint_tier=taint_tier, source_id=source_id,
         ))  # fmt: skip
+
+    def export(self, path_or_file: PathOrFile, *, include_retracted: bool = True) -> ExportHeader:
+        """Write the owner's whole memory (atlaso-export v1) to a file, gzip when its name ends
+        in `.gz`, as it arrives; returns its header (counts of each kind)."""
+        sink = ExportSink(path_or_file)
+        response = self._memory._run(
+            ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip)
+        )
+        try:
+            gzipped = response.headers.get("content-encoding", "") == "gzip"
+            sink.open(arrives_gzipped=gzipped)
+            for chunk in response.iter_raw() if gzipped else response.iter_bytes():
+                sink.write(chunk)
+            return sink.finish()
+        except BaseException:
+            sink.abandon()
+            raise
+        finally:
+            response.close()
+
+    def iter_export(self, *, include_retracted: bool = True) -> Iterator[dict[str, Any]]:
+        """The owner's export line by line as dicts, header first; stop anywhere."""
+        response = self._memory._run(ops.export(self.user_id, include_retracted=include_retracted, gzip=True))
+        try:
+            for line in response.iter_lines():
+                if line:
+                    yield json.loads(line)
+        finally:
+            response.close()
+
+    def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        format: str = "atlaso",
+        dry_run: bool = False,
+        on_gate_reject: str = "skip",
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        """Import an atlaso-export file (plain or gzip) or, with `format="mem0"`, a mem0 export,
+        sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
+        client does so itself, within `max_retries`). `progress` is called as it goes."""
+        source = ImportSource(path_or_file, progress=progress)
+        return self._memory._run(ops.import_(
+            self.user_id, source.chunks, length=source.length, format=format, dry_run=dry_run,
+            on_gate_reject=on_gate_reject,
+        ))  # fmt: skip
+
+    def forget(self, *, confirm: str) -> ForgetResult:
+        """Forget this owner whole (needs the erase permission): `confirm` is the user_id again."""
+        return self._memory._run(ops.forget(self.user_id, confirm=confirm))

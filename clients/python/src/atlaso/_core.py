@@ -44,6 +44,7 @@ INITIAL_BACKOFF = 0.5  # seconds before the first retry; doubles each time
 MAX_BACKOFF = 8.0
 JITTER = 0.25  # each wait is shortened by up to this share, so clients spread out
 MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not waited for: the error goes to the caller
+SLOW_READ = 600.0  # seconds an export's or import's answer may pause (the server writes a batch)
 
 logger = logging.getLogger("atlaso")
 
@@ -115,6 +116,8 @@ def resolve_settings(
 @dataclass(frozen=True, slots=True)
 class Send:
     request: httpx.Request
+    # The answer is read as it arrives (an export): the caller reads it, and closes it.
+    stream: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +137,23 @@ def build_request(settings: Settings, operation: Operation[Any]) -> httpx.Reques
     }
     if operation.idempotency_key is not None:
         headers["Idempotency-Key"] = operation.idempotency_key
+    headers.update(operation.headers or {})
     params = {k: v for k, v in (operation.params or {}).items() if v is not None}
+    extensions = {}
+    if operation.slow:
+        # A transfer of a whole memory: its answer may come only after the last byte is written
+        # (an import's), or its pieces with the server's reads between them (an export's).
+        extensions["timeout"] = httpx.Timeout(
+            settings.timeout, read=max(settings.timeout, SLOW_READ)
+        ).as_dict()
     return httpx.Request(
         operation.method,
         settings.api_root + operation.path,
         params=params or None,
-        json=operation.body,
+        json=operation.body if operation.content is None else None,
+        content=None if operation.content is None else operation.content(),
         headers=headers,
+        extensions=extensions,
     )
 
 
@@ -187,6 +200,8 @@ def _transport_error(exc: httpx.TransportError, request: httpx.Request) -> Atlas
 
 def _read(operation: Operation[T], response: httpx.Response) -> T:
     """The parsed answer; one that is not the API's (a proxy's page, a cut body) is an APIStatusError."""
+    if operation.stream:
+        return operation.parse(response)
     try:
         return operation.parse(response.json())
     except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -209,7 +224,10 @@ def exchange(
     request = build_request(settings, operation)
     attempt = 0
     while True:
-        reply = yield Send(request)
+        if attempt and operation.content is not None:
+            # A body read from a file is read again from its start for each attempt.
+            request = build_request(settings, operation)
+        reply = yield Send(request, stream=operation.stream)
         cause: BaseException | None = None
         if isinstance(reply, httpx.TransportError):
             error, cause = _transport_error(reply, request), reply

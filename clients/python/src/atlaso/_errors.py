@@ -80,6 +80,10 @@ class MissingContradictsError(InputValidationError):
         self.missing = tuple(missing)
 
 
+class EmbedderUnavailableError(InputValidationError):
+    """Recall by meaning (or hybrid) asked of a server with no embedder: ask with mode="words"."""
+
+
 class AuthenticationError(AtlasoError):
     """No API key, or one the server does not accept (unknown or revoked): 401."""
 
@@ -171,6 +175,8 @@ def error_from_code(
         return DepositRejectedError(message, gate_reason=details.get("gate_reason"), code=code, **kw)
     if code == "missing_contradicts":
         return MissingContradictsError(message, missing=details.get("missing") or (), code=code, **kw)
+    if code == "embedder_unavailable":
+        return EmbedderUnavailableError(message, field=details.get("field"), code=code, **kw)
     if code == "validation_error":
         return InputValidationError(
             message, field=details.get("field"), allowed=details.get("allowed"), code=code, **kw

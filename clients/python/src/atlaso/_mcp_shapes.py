@@ -136,6 +136,7 @@ class SearchResultOut(TypedDict):
     superseded: bool
     explain: str
     belief: HitBeliefOut | None
+    matched_by: Literal["words", "meaning", "both"]
     author: str | None
     author_role: str | None
     channel: str | None

@@ -31,7 +31,10 @@ from atlaso._types import (
     Deposit,
     DepositPage,
     Diagnostics,
+    ForgetResult,
+    ImportResult,
     PeekView,
+    RecallMode,
     RetractResult,
     Scope,
     SearchResults,
@@ -66,6 +69,13 @@ class Operation(Generic[T]):
     # Safe to send again after a lost answer: a read, or a write the server deduplicates by key.
     retry_safe: bool = False
     user_id: str | None = None
+    headers: Mapping[str, str] | None = None
+    # A body that is not JSON (an import's file), made anew for each attempt.
+    content: Callable[[], Any] | None = None
+    # The answer is handed over unread, to be read as it arrives (an export).
+    stream: bool = False
+    # A whole memory in one request: its answer may pause for minutes.
+    slow: bool = False
 
 
 def _path(*segments: str) -> str:
@@ -371,7 +381,7 @@ def recall(
     limit: int = 10,
     scope: ScopeLike | None = None,
     include_superseded: bool = False,
-    mode: str | None = None,
+    mode: RecallMode | None = None,
 ) -> Operation[SearchResults]:
     check_text("query", query)
     check_range("limit", limit, 1, 1000)
@@ -380,7 +390,7 @@ def recall(
         params["include_superseded"] = True
     if mode is not None:
         # words, meaning or hybrid; left out, the server chooses (recall-by-meaning.md).
-        check_text("mode", mode)
+        check_enum("mode", mode)
         params["mode"] = mode
     return Operation(
         "GET",
@@ -535,3 +545,74 @@ def observe(
 
 def key_info() -> Operation[ApiKeyInfo]:
     return Operation("GET", _path("keys", "me"), ApiKeyInfo.from_wire, retry_safe=True)
+
+
+# --- A whole memory: export, import, forget (portability.md) -----------------------------------
+
+IMPORT_FORMATS = ("atlaso", "mem0")
+NDJSON = "application/x-ndjson"
+
+
+def _same(value: T) -> T:
+    return value
+
+
+def export(user_id: str, *, include_retracted: bool = True, gzip: bool = False) -> Operation[Any]:
+    """The owner's export, its answer handed over unread (an `httpx.Response` to stream)."""
+    return Operation(
+        "GET",
+        _owner(user_id, "export"),
+        _same,
+        params={"include_retracted": "true" if include_retracted else "false"},
+        headers={"Accept": NDJSON, "Accept-Encoding": "gzip" if gzip else "identity"},
+        retry_safe=True,
+        user_id=user_id,
+        stream=True,
+        slow=True,
+    )
+
+
+def import_(
+    user_id: str,
+    content: Callable[[], Any],
+    *,
+    length: int | None,
+    format: str = "atlaso",
+    dry_run: bool = False,
+    on_gate_reject: str = "skip",
+) -> Operation[ImportResult]:
+    """An import of a body `content()` makes (again for each attempt: the import is idempotent
+    as a whole, so a retry after a cut connection writes only what the first did not)."""
+    if format not in IMPORT_FORMATS:
+        raise InputValidationError(
+            f"format must be one of: {', '.join(IMPORT_FORMATS)}", field="format", allowed=IMPORT_FORMATS
+        )
+    check_enum("on_gate_reject", on_gate_reject)
+    headers = {"Content-Type": "application/json" if format == "mem0" else NDJSON}
+    if length is not None:
+        headers["Content-Length"] = str(length)
+    return Operation(
+        "POST",
+        _owner(user_id, "import"),
+        ImportResult.from_wire,
+        params={"format": format, "dry_run": "true" if dry_run else None, "on_gate_reject": on_gate_reject},
+        headers=headers,
+        content=content,
+        retry_safe=True,
+        user_id=user_id,
+        slow=True,
+    )
+
+
+def forget(user_id: str, *, confirm: str) -> Operation[ForgetResult]:
+    check_text("confirm", confirm)
+    return Operation(
+        "DELETE",
+        _owner(user_id),
+        ForgetResult.from_wire,
+        params={"confirm": confirm},
+        # Forgetting twice forgets nothing more.
+        retry_safe=True,
+        user_id=user_id,
+        slow=True,
+    )

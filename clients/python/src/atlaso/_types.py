@@ -15,6 +15,9 @@ from typing import Any, Literal, overload
 Polarity = Literal["positive", "negative", "cautionary", "open"]
 EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
 ReproStatus = Literal["unreplicated", "replicated", "failed_repro"]
+# How recall finds deposits, and which of its rankings found a hit.
+RecallMode = Literal["words", "meaning", "hybrid"]
+MatchedBy = Literal["words", "meaning", "both"]
 Wire = Mapping[str, Any]
 
 FACETS = ("model", "dataset", "env", "version", "n", "seed")
@@ -279,10 +282,13 @@ class SearchResult:
     superseded: bool = False
     belief: HitBelief | None = None
     explanation: str = ""
+    #: Which ranking found it: "words", "meaning" or "both" (a server before recall by meaning: words).
+    matched_by: MatchedBy = "words"
 
     @classmethod
     def from_wire(cls, data: Wire) -> SearchResult:
         belief = data.get("belief")
+        found = data.get("matched_by")
         return cls(
             deposit=Deposit.from_wire(data["deposit"]),
             score=float(data["score"]),
@@ -295,6 +301,7 @@ class SearchResult:
             superseded=bool(data.get("superseded", False)),
             belief=HitBelief.from_wire(belief) if belief else None,
             explanation=data.get("explain", ""),
+            matched_by=found if found in ("words", "meaning", "both") else "words",
         )
 
     @property
@@ -345,6 +352,7 @@ class SearchResult:
             "superseded": self.superseded,
             "explain": self.explanation,
             "belief": self.belief.to_dict() if self.belief else None,
+            "matched_by": self.matched_by,
             "deposit": self.deposit.to_dict(),
         }
 
@@ -889,4 +897,164 @@ class ApiKeyInfo:
             "permissions": list(self.permissions),
             "user_prefix": self.user_prefix,
             "created_at": _iso(self.created_at),
+        }
+
+
+# --- A whole memory: export, import, forget (portability.md) -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExportHeader:
+    """An export's first line: whose memory, when, from which server, and how many lines of each kind."""
+
+    user_id: str
+    exported_at: datetime
+    server_version: str
+    counts: Mapping[str, int]
+    version: int = 1
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> ExportHeader:
+        return cls(
+            user_id=data["user_id"],
+            exported_at=_time(data["exported_at"]),
+            server_version=str(data.get("server_version", "")),
+            counts={str(k): int(v) for k, v in (data.get("counts") or {}).items()},
+            version=int(data.get("version", 1)),
+        )
+
+    @property
+    def lines(self) -> int:
+        """Lines the export holds, this one included."""
+        return 1 + sum(self.counts.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "atlaso_export",
+            "version": self.version,
+            "user_id": self.user_id,
+            "exported_at": _iso(self.exported_at),
+            "server_version": self.server_version,
+            "counts": dict(self.counts),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class KindCounts:
+    """Lines of one kind: written, found written already, refused."""
+
+    committed: int = 0
+    duplicates: int = 0
+    failed: int = 0
+
+    @classmethod
+    def from_wire(cls, data: Wire | None) -> KindCounts:
+        data = data or {}
+        return cls(int(data.get("committed", 0)), int(data.get("duplicates", 0)), int(data.get("failed", 0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"committed": self.committed, "duplicates": self.duplicates, "failed": self.failed}
+
+
+@dataclass(frozen=True, slots=True)
+class FailedLine:
+    """A line the import did not write: its number (the header is 1) and the error's code and message."""
+
+    line: int
+    code: str
+    message: str
+    details: Mapping[str, Any]
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> FailedLine:
+        error = dict(data.get("error") or {})
+        code, message = str(error.pop("code", "error")), str(error.pop("message", ""))
+        return cls(line=int(data["line"]), code=code, message=message, details=error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "error": {"code": self.code, "message": self.message, **self.details}}
+
+
+_IMPORT_KINDS = ("deposits", "edges", "retractions", "observations", "outcomes")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What an import wrote, kind by kind; `failed_lines` lists the first 100 refused lines."""
+
+    deposits: KindCounts
+    edges: KindCounts
+    retractions: KindCounts
+    observations: KindCounts
+    outcomes: KindCounts
+    failed_lines: tuple[FailedLine, ...]
+    is_partial: bool
+    dry_run: bool
+    lines: int
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> ImportResult:
+        return cls(
+            deposits=KindCounts.from_wire(data.get("deposits")),
+            edges=KindCounts.from_wire(data.get("edges")),
+            retractions=KindCounts.from_wire(data.get("retractions")),
+            observations=KindCounts.from_wire(data.get("observations")),
+            outcomes=KindCounts.from_wire(data.get("outcomes")),
+            failed_lines=tuple(FailedLine.from_wire(f) for f in data.get("failed_lines", ())),
+            is_partial=bool(data.get("is_partial")),
+            dry_run=bool(data.get("dry_run")),
+            lines=int(data.get("lines", 0)),
+        )
+
+    @property
+    def committed(self) -> int:
+        """Lines written by this import, all kinds."""
+        return sum(getattr(self, kind).committed for kind in _IMPORT_KINDS)
+
+    @property
+    def failed(self) -> int:
+        return sum(getattr(self, kind).failed for kind in _IMPORT_KINDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "import_result",
+            **{kind: getattr(self, kind).to_dict() for kind in _IMPORT_KINDS},
+            "failed_lines": [f.to_dict() for f in self.failed_lines],
+            "is_partial": self.is_partial,
+            "dry_run": self.dry_run,
+            "lines": self.lines,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """An owner forgotten: what went, and how many of its idempotency keys answer 410 erased now."""
+
+    user_id: str
+    deposits: int
+    edges: int
+    observations: int
+    beliefs: int
+    keys_tombstoned: int
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> ForgetResult:
+        return cls(
+            user_id=data["user_id"],
+            deposits=int(data["deposits"]),
+            edges=int(data["edges"]),
+            observations=int(data["observations"]),
+            beliefs=int(data["beliefs"]),
+            keys_tombstoned=int(data["keys_tombstoned"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "forget_result",
+            "user_id": self.user_id,
+            "deposits": self.deposits,
+            "edges": self.edges,
+            "observations": self.observations,
+            "beliefs": self.beliefs,
+            "keys_tombstoned": self.keys_tombstoned,
         }

@@ -25,10 +25,16 @@ ON_GATE_REJECT_MEANINGS = {
     "skip": "commit every item that passes, report the others",
     "abort": "commit nothing when any item fails",
 }
+RECALL_MODE_MEANINGS = {
+    "words": "full text: the claims that share a word with the query",
+    "meaning": "embeddings: the claims that say what the query asks, in any words",
+    "hybrid": "both rankings, fused by reciprocal rank",
+}
 ENUMS = {
     "polarity": POLARITY_MEANINGS,
     "evidence_grade": EVIDENCE_GRADE_MEANINGS,
     "on_gate_reject": ON_GATE_REJECT_MEANINGS,
+    "mode": RECALL_MODE_MEANINGS,
 }
 
 

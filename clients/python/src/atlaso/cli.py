@@ -1,4 +1,5 @@
-"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, and `mcp` (the MCP server).
+"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, `export`, `import`, `forget`, and
+`mcp` (the MCP server).
 
 Each prints for a person by default and the wire form with `--json`; a failure prints one line
 saying what went wrong (and what to do) on stderr and exits 1. Usage errors exit 2.
@@ -12,7 +13,8 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from importlib import metadata
 from typing import Any, TextIO
 
@@ -27,6 +29,7 @@ from atlaso._errors import (
     ConnectError,
     RequestTimeoutError,
 )
+from atlaso._progress import import_bar
 from atlaso._types import Scope, SearchResults
 from atlaso._validation import EVIDENCE_GRADE_MEANINGS, POLARITY_MEANINGS
 
@@ -60,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     recall.add_argument("query", help="words to search for")
     recall.add_argument("--limit", type=int, default=10, help="hits to show (1..1000, default 10)")
     recall.add_argument("--include-superseded", action="store_true", help="also show superseded deposits")
+    recall.add_argument(
+        "--mode",
+        choices=("words", "meaning", "hybrid"),
+        help="words (full text), meaning (embeddings), hybrid (both); default: the server's choice",
+    )
     _scope_arguments(recall)
     recall.add_argument("--json", action="store_true", help="print the wire form")
 
@@ -81,6 +89,27 @@ def _parser() -> argparse.ArgumentParser:
     health.add_argument("user", help="the memory owner (user_id), e.g. alice")
     health.add_argument("--window-days", type=int, default=30, help="1..365, default 30")
     health.add_argument("--json", action="store_true", help="print the wire form")
+
+    export = commands.add_parser("export", help="write an owner's whole memory to a file (atlaso-export v1)")
+    export.add_argument("user", help="the memory owner (user_id), e.g. alice")
+    export.add_argument("-o", "--output", help="the file (gzip when it ends in .gz); stdout when left out")
+    export.add_argument("--no-retracted", action="store_true", help="leave out retracted deposits")
+    export.add_argument("--json", action="store_true", help="print the export's header as JSON")
+
+    imports = commands.add_parser("import", help="import a file into an owner's memory (ours, or mem0's)")
+    imports.add_argument("user", help="the memory owner (user_id) the memory moves to")
+    imports.add_argument(
+        "file", help="an atlaso-export file (plain or .gz), or with --format mem0 a mem0 export"
+    )
+    imports.add_argument("--format", choices=["atlaso", "mem0"], default="atlaso")
+    imports.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+    imports.add_argument("--on-gate-reject", choices=["skip", "abort"], default="skip")
+    imports.add_argument("--json", action="store_true", help="print the wire form, and no progress bar")
+
+    forget = commands.add_parser("forget", help="forget an owner whole (needs a key with erase)")
+    forget.add_argument("user", help="the memory owner (user_id) to forget")
+    forget.add_argument("--yes", action="store_true", help="yes: forget it, which cannot be undone")
+    forget.add_argument("--json", action="store_true", help="print the wire form")
 
     mcp = commands.add_parser("mcp", help="serve the memory to agent hosts as MCP tools (stdio by default)")
     mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
@@ -168,6 +197,7 @@ def _recall(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
         limit=args.limit,
         scope=_scope(args),
         include_superseded=args.include_superseded,
+        mode=args.mode,
     )
     if args.json:
         _print_json(results.to_dict(), out)
@@ -210,11 +240,83 @@ def _health(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{value:,} {name}" for name, value in counts.items())
+
+
+def _export(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    include = not args.no_retracted
+    if args.output:
+        header = user.export(args.output, include_retracted=include)
+        where = args.output
+    else:
+        stdout = getattr(out, "buffer", None)
+        header = user.export(stdout if stdout is not None else out, include_retracted=include)  # type: ignore[arg-type]
+        where = "stdout"
+    if args.json:
+        (err if not args.output else out).write(json.dumps(header.to_dict(), ensure_ascii=False) + "\n")
+    else:
+        err.write(f"exported {user.user_id} to {where}: {_counts(header.counts)}\n")
+    return 0
+
+
+def _import(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    started = time.perf_counter()
+    shown = not args.json and err.isatty()
+    bar = import_bar(err, description=f"importing into {user.user_id}") if shown else nullcontext(None)
+    with bar as report:
+        result = user.import_(
+            args.file, format=args.format, dry_run=args.dry_run, on_gate_reject=args.on_gate_reject,
+            progress=report,
+        )  # fmt: skip
+    if args.json:
+        _print_json(result.to_dict(), out)
+        return 0 if not result.failed else 1
+    seconds = time.perf_counter() - started
+    verb = "would import" if result.dry_run else "imported"
+    out.write(f"{verb} into {user.user_id} in {seconds:.1f} s ({result.lines:,} lines):\n")
+    for kind in ("deposits", "edges", "retractions", "observations", "outcomes"):
+        counts = getattr(result, kind)
+        out.write(
+            f"  {kind:<13} {counts.committed:>9,} new · {counts.duplicates:,} already there · {counts.failed:,} failed\n"
+        )
+    for failed in result.failed_lines[:10]:
+        err.write(f"line {failed.line}: {failed.code}: {failed.message}\n")
+    if result.failed > 10:
+        err.write(f"… {result.failed - 10:,} more failed lines (--json lists the first 100)\n")
+    return 0 if not result.failed else 1
+
+
+def _forget(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if not args.yes:
+        err.write(
+            f"atlaso forget: this deletes every deposit, edge, belief and snapshot of {user.user_id} for good; "
+            f"run it again with --yes to do so\n"
+        )
+        return 2
+    result = user.forget(confirm=user.user_id)
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(
+            f"forgot {result.user_id}: {result.deposits:,} deposits, {result.edges:,} edges, "
+            f"{result.observations:,} observations, {result.beliefs:,} beliefs; "
+            f"{result.keys_tombstoned:,} idempotency keys now answer 410 erased for the rest of their 24 h\n"
+        )
+    return 0
+
+
 # The commands that act on one owner's memory (`user`).
 _OWNER_COMMANDS: dict[str, Callable[[UserHandle, argparse.Namespace, TextIO], int]] = {
     "recall": _recall,
     "add": _add,
     "health": _health,
+}
+# Those that also speak on stderr (what went where, a progress bar).
+_TRANSFER_COMMANDS: dict[str, Callable[[UserHandle, argparse.Namespace, TextIO, TextIO], int]] = {
+    "export": _export,
+    "import": _import,
+    "forget": _forget,
 }
 
 
@@ -264,6 +366,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         with Memory() as memory:
             if args.command == "doctor":
                 return doctor(memory, out, err)
+            if args.command in _TRANSFER_COMMANDS:
+                return _TRANSFER_COMMANDS[args.command](memory.for_user(args.user), args, out, err)
             return _OWNER_COMMANDS[args.command](memory.for_user(args.user), args, out)
     except AtlasoError as error:
         return _refused(args.command, error, err)

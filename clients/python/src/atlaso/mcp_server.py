@@ -324,18 +324,29 @@ def _recall_tool(box: _Toolbox) -> None:
     async def recall(
         ctx: Context,
         query: Annotated[
-            str, Field(description="Words to search for (not a question: plain keywords work best).")
+            str, Field(description="What to look for: keywords, or a question in your own words.")
         ],
         limit: Annotated[int, Field(ge=1, le=1000, description="How many hits to return.")] = 10,
         scope: FilterArg = None,
         include_superseded: Annotated[
             bool, Field(description="Also return claims a correction superseded (for audit).")
         ] = False,
+        mode: Annotated[
+            Literal["words", "meaning", "hybrid"] | None,
+            Field(
+                description="How to find claims. Leave it out (the server uses hybrid when it can) or "
+                "hybrid for most questions. words: exact terms the claim must share (a name, an id, "
+                "an error code). meaning: the question asked in other words than the claim's "
+                '("what does she eat?" finds "I\'m vegan"). Each hit says matched_by.'
+            ),
+        ] = None,
         user_id: str | None = None,
     ) -> Annotated[CallToolResult, SearchResultsOut]:
         """The recall tool."""
         handle = await box.user(user_id, ctx)
-        results = await handle.recall(query, limit=limit, scope=scope, include_superseded=include_superseded)
+        results = await handle.recall(
+            query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
+        )
         return _answer(recall_text(results), recall_structured(results))
 
 

@@ -50,7 +50,7 @@ from atlaso._client import UserHandle
 from atlaso._errors import AtlasoError
 from atlaso._mcp_shapes import EvidenceGrade, Polarity, ScopeFilterIn, ScopeIn
 from atlaso._plan import Plan, adrive, drive
-from atlaso._types import AddResult, SearchResults
+from atlaso._types import AddResult, RecallMode, SearchResults
 
 T = TypeVar("T")
 Handle = UserHandle | AsyncUserHandle
@@ -77,7 +77,9 @@ async def _awaited(handle: Handle, plan: Plan[T]) -> T:
     return await asyncio.to_thread(drive, handle._memory, plan)
 
 
-def _recall_plan(handle: Handle, query: str, *, limit: int, mode: str | None = None) -> Plan[SearchResults]:
+def _recall_plan(
+    handle: Handle, query: str, *, limit: int, mode: RecallMode | None = None
+) -> Plan[SearchResults]:
     (results,) = yield [ops.recall(handle.user_id, query, limit=limit, mode=mode)]
     assert isinstance(results, SearchResults)
     return results
@@ -117,9 +119,9 @@ class AtlasoRetriever(BaseRetriever):
 
     handle: Any
     k: int = Field(default=10, ge=1, le=1000)
-    mode: str | None = None
+    mode: RecallMode | None = None
 
-    def __init__(self, handle: Handle, *, k: int = 10, mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, handle: Handle, *, k: int = 10, mode: RecallMode | None = None, **kwargs: Any) -> None:
         if not isinstance(handle, (UserHandle, AsyncUserHandle)):
             raise TypeError(
                 f"AtlasoRetriever takes a memory owner's handle (Memory().for_user('alice')), not {type(handle).__name__}"

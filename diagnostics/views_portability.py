@@ -1,0 +1,51 @@
+"""An owner's memory from the dashboard: Export (reviewers and operators) downloads it whole;
+Forget this owner (operators) deletes it whole, after a page that names the owner and what goes,
+and asks for its id typed again (portability.md)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from atlaso_site.access.roles import operator_required, reviewer_required
+from atlaso_site.ui import pages
+from deposits.downloads import export_download
+from deposits.selectors.deposits import owner_exists
+from diagnostics.forget import forget_preview, owner_forget
+
+
+@require_GET
+@reviewer_required
+@pages.owner_view
+def owner_export(request: HttpRequest, user_id: str) -> HttpResponse:
+    """The owner's atlaso-export file, streamed to the browser."""
+    if not owner_exists(user_id):
+        return pages.not_found(request, pages.NO_OWNER)
+    return export_download(request, user_id)
+
+
+@require_http_methods(["GET", "POST"])
+@operator_required
+@pages.owner_view
+def owner_forget_page(request: HttpRequest, user_id: str) -> HttpResponse:
+    """GET: what forgetting would remove, and the form that asks for the id typed again. POST:
+    forget it when the id typed is the owner's, else the page again saying so."""
+    preview = forget_preview(user_id=user_id)
+    if not preview.holds_anything and not owner_exists(user_id):
+        return pages.not_found(request, pages.NO_OWNER)
+    typed = request.POST.get("confirm", "") if request.method == "POST" else ""
+    problem = None
+    if request.method == "POST":
+        if typed.strip() == user_id:
+            result = owner_forget(user_id=user_id)
+            pages.flash(
+                request,
+                f"Forgot {user_id}: {result.deposits:,} deposits, {result.edges:,} edges, "
+                f"{result.observations:,} observations and {result.beliefs:,} beliefs deleted; "
+                f"{result.keys_tombstoned:,} idempotency keys now answer 410 erased for the rest of their 24 hours.",
+            )
+            return redirect("diagnostics:owners")
+        problem = "The id typed is not this owner's: nothing was forgotten. Type it exactly as shown."
+    context = {"user_id": user_id, "preview": preview, "typed": typed, "problem": problem}
+    return render(request, "diagnostics/forget.html", context, status=422 if problem else 200)
