@@ -27,6 +27,9 @@ def recall_deposits(request: HttpRequest, user_id: UserId, query: Query[RecallQu
         mode=query.mode,
     )
     services.recall_record(user_id=user_id, results=results)
+    # The ranking that answered, for the recall duration's `mode` label (observability.middleware):
+    # a recall that fell back to words is timed as words.
+    request.recall_mode = "hybrid" if len(results.modes) > 1 else results.modes[0]  # type: ignore[attr-defined]
     return Status(200, results)
 
 

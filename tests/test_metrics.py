@@ -123,6 +123,33 @@ def test_a_failed_login_is_counted():
     assert moved(before, scrape(), "atlaso_login_failures_total") == {frozenset(): 1}
 
 
+def test_the_embedding_backlog_is_what_waits_for_a_vector_and_recall_is_timed_by_the_ranking_that_answered(
+    api: ApiClient, settings, local_embedder
+):
+    from deposits.services.embedding import deposits_embed
+
+    backlog = series("atlaso_embedding_backlog")
+    oldest = series("atlaso_embedding_backlog_oldest_age_seconds")
+    assert scrape()[backlog] == 0
+    for content in ("I'm vegan", "she runs every morning"):
+        assert api.post("/users/alice/deposits", {"content": content}).status == 201
+    waiting = scrape()
+    assert waiting[backlog] == 2 and waiting[oldest] > 0
+    deposits_embed()
+    embedded = scrape()
+    assert (embedded[backlog], embedded[oldest]) == (0, 0)
+    # Recall is timed by the ranking that answered it.
+    for mode in ("hybrid", "meaning", "words"):
+        assert api.get(f"/users/alice/recall?q=what+does+she+eat&mode={mode}").status == 200
+    assert api.get("/users/alice/recall?q=what+does+she+eat").status == 200  # hybrid, the default
+    timed = moved(embedded, scrape(), "atlaso_recall_duration_seconds_count")
+    assert timed == {
+        frozenset({("mode", "hybrid")}): 2, frozenset({("mode", "meaning")}): 1, frozenset({("mode", "words")}): 1
+    }  # fmt: skip
+    settings.ATLASO_EMBEDDER = "none"
+    assert not {backlog, oldest} & scrape().keys()
+
+
 @override_settings(ATLASO_METRICS=False)
 def test_switched_off_there_is_no_metrics_endpoint():
     assert Client().get("/metrics").status_code == 404

@@ -7,7 +7,8 @@ proxy on the same host must then not pass `/metrics` through, or a token must be
 A scrape sums every process's figures from the multiprocess folder (see `metrics`) and adds
 the readiness checks of `/readyz` (`atlaso_ready`, `atlaso_readiness_check`) and what the
 database holds now: open conflicts and the oldest one's age, each job's last success, the runs
-not finished by status. A database that cannot be read costs those series alone, not the
+not finished by status, and (with an embedder) the embedding backlog and its oldest deposit's
+wait. A database that cannot be read costs those series alone, not the
 scrape.
 """
 
@@ -28,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from atlaso_site.job_runs.selectors import job_last_successes, job_runs_unfinished
 from atlaso_site.observability.health import OK, readiness
+from deposits.selectors.embedding import embedding_status
 from deposits.selectors.owners import open_conflicts_now
 
 logger = logging.getLogger(__name__)
@@ -142,3 +144,24 @@ def _store_figures() -> Iterator[Metric]:
     for (job, status), n in sorted(job_runs_unfinished(now=now).items()):
         unfinished.add_metric([job, status], n)
     yield unfinished
+    yield from _embedding_figures()
+
+
+def _embedding_figures() -> Iterator[Metric]:
+    """The embedding backlog, when recall by meaning is on: with no embedder nothing waits, and
+    the series are left out rather than reported as an empty backlog."""
+    status = embedding_status()
+    if not status.enabled:
+        return
+    waiting = GaugeMetricFamily(
+        "atlaso_embedding_backlog",
+        "Deposits waiting for their vector of the current model (recall finds them by words meanwhile).",
+    )
+    waiting.add_metric([], status.waiting)
+    yield waiting
+    age = GaugeMetricFamily(
+        "atlaso_embedding_backlog_oldest_age_seconds",
+        "How long the deposit that has waited longest for its vector has waited (0 when none waits).",
+    )
+    age.add_metric([], status.oldest_wait_seconds or 0.0)
+    yield age
