@@ -148,7 +148,8 @@ def database_from_url(url: str) -> dict[str, object]:
             # A prepared statement is still planned for each execution's own values: after five
             # runs PostgreSQL would otherwise try one generic plan, and for recall's reads (a
             # text query whose selectivity only the value tells) it chose plans that doubled
-            # recall's latency (p50 22 -> 43 ms at 1M deposits, docs/BENCHMARKS.md).
+            # recall's latency (p50 22 -> 43 ms at 1M deposits,
+            # docs/benchmarks/archive/2026-11-30-issue-11-recall.md).
             "options": "-c jit=off -c plan_cache_mode=force_custom_plan",
             # Parameters sent apart from the statement, and a statement a connection has run
             # DATABASE_PREPARE_THRESHOLD times prepared: PostgreSQL then skips parsing it (0: never).

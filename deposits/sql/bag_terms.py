@@ -4,8 +4,8 @@ Recall's aggregate finds the matching bags by the lexemes of their live deposits
 (deposits.search.postgres), which each bag row kept whole in `live_terms`, under a GIN index. A
 write to a bag updates its row, and PostgreSQL indexes every lexeme of the new row version again:
 a single add to a bag of 5,000 deposits cost 30 ms and to one of 20,000 cost 98 ms, growing with
-the bag (docs/BENCHMARKS.md), and every owner who writes without a scope keeps all of its
-deposits in one bag.
+the bag (docs/benchmarks/archive/2026-12-04-issue-23-bag-lexemes-and-ingest.md), and every owner
+who writes without a scope keeps all of its deposits in one bag.
 
 So the row holds at most ROW_LEXEMES. A write that would take it past them moves them, less those
 the bag's chunks hold already (once it holds the row's lock), into `deposits_bagterms`: rows of
