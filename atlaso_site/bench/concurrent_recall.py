@@ -5,7 +5,7 @@ worker, bounded against slow clients, `WEB_THREADS` requests at once per worker,
 connection from its pool) is started with `workers` processes on a free port against the
 configured database; each client thread keeps one connection and sends the bench's queries in
 turn to `GET /users/{owner}/recall` for the given seconds. The run's API key is revoked and its
-recall log rows deleted afterwards, so the store's diagnostics are as before.
+recall log rows deleted afterwards, so the run leaves the store's diagnostics unchanged.
 """
 
 from __future__ import annotations
