@@ -55,8 +55,10 @@ def _free_port() -> int:
 
 @contextmanager
 def gunicorn(workers: int, *, started: Callable[[int], object] | None = None) -> Iterator[str]:
-    """A gunicorn serving this project on a free local port; its base URL while it runs.
-    `started` is told its master's pid once it listens."""
+    """A gunicorn serving this project on a free local port, yielding its base URL while it runs.
+
+    `started` is told its master's pid once it listens.
+    """
     port = _free_port()
     # Production's command, its access log (one line per recall) discarded rather than read.
     command = serve.commands("127.0.0.1", port)["web"]

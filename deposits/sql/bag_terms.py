@@ -34,8 +34,10 @@ KEPT_IN_ROW = 128
 
 
 def function_sql(row_lexemes: int = ROW_LEXEMES, kept_in_row: int = KEPT_IN_ROW) -> str:
-    """The trigger function, as the migrations install it (a test holds the two equal; another
-    installs it with small bounds to reach them on small stores)."""
+    """The trigger function, as the migrations install it.
+
+    A test holds the two equal; another installs it with small bounds to reach them on small stores.
+    """
     return f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger
 LANGUAGE plpgsql
 AS $function$
@@ -83,8 +85,10 @@ def uninstall_sql() -> list[str]:
 
 
 def forget_sql(where: str) -> str:
-    """Delete the chunks of the bags `where` picks (a condition on `t`), before their lexemes are
-    written again whole or marked lost."""
+    """Delete the chunks of the bags `where` picks, before their lexemes are written again.
+
+    `where` is a condition on `t`; the lexemes are then written again whole, or marked lost.
+    """
     return f"DELETE FROM {TABLE} t WHERE {where}"
 
 
