@@ -1,6 +1,8 @@
-"""deposits/0027 regroups the bags written before scope values were compared in NFC: two
-spellings of one scope become one bag, recounted, its conflict flagged, and every deposit kept
-with everything it holds."""
+"""deposits/0027 regroups the bags of a store written before scope values were compared in NFC.
+
+Two spellings of one scope become one bag, recounted, its conflict flagged, and every deposit kept
+with everything it holds.
+"""
 
 from __future__ import annotations
 
