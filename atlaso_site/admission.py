@@ -84,8 +84,11 @@ def admit(request: HttpRequest) -> HttpResponse | None:
 
 
 def is_admitted(request: HttpRequest) -> bool:
-    """An operation's key check let this request through (a path or method that names no
-    operation is refused by the framework, its body unread, whatever its size)."""
+    """Whether an operation's key check let this request through.
+
+    A path or method that names no operation is refused by the framework, its body unread, whatever
+    its size.
+    """
     return getattr(request, "admitted_by", None) is not None
 
 
@@ -98,9 +101,11 @@ def body_allowance(request: HttpRequest) -> BodyAllowance:
 
 
 def preflight(request: HttpRequest) -> BodyAllowance:
-    """The body the server may read for this request before the application runs: none (0
-    bytes) when it will be refused whatever the body holds (it is then not read at all), and
-    `streamed` when the operation reads it itself as it arrives."""
+    """The body the server may read for this request before the application runs.
+
+    None (0 bytes) when the request will be refused whatever its body holds, which is then not read
+    at all; `streamed` when the operation reads the body itself as it arrives.
+    """
     try:
         request.get_host()
     except DisallowedHost:

@@ -89,8 +89,10 @@ class TextCheckingParser(Parser):
 
 
 def write_outcomes(url_name: str, status: int, data: Any) -> dict[str, int]:
-    """How many deposits a write operation's answer committed, replayed, refused at the gate or
-    refused otherwise ({} for any other operation, or a write that failed on our side: 5xx)."""
+    """How many deposits a write's answer committed, replayed, refused at the gate or refused otherwise.
+
+    Empty for any other operation, and for a write that failed on our side (5xx).
+    """
     if url_name in BULK_WRITES and status == 200:
         outcomes = {COMMITTED: len(data["committed"]), DUPLICATE: len(data["duplicates"])}
         for failure in data["failed"]:
@@ -111,9 +113,11 @@ def _refusal(code: str) -> str:
 
 
 class AtlasoAPI(NinjaAPI):
-    """NinjaAPI that notes, on the request, what a write operation's answer did with its
-    deposits: the middleware counts it once the request is answered (a request judged ahead
-    of its body by the server is answered again by the application, and counted only then)."""
+    """The NinjaAPI that notes on the request what a write's answer did with its deposits.
+
+    The middleware counts it once the request is answered; a request the server judged ahead of its
+    body is answered again by the application, and counted only then.
+    """
 
     def create_response(
         self,
@@ -153,8 +157,11 @@ _SOURCES = {"body", "query", "path", "header", "cookie", "form", "file"}
 
 
 def envelope(code: str, message: str, **details: Any) -> dict[str, Any]:
-    """The one error shape: `{"kind": "error", "error": {"code", "message", ...details, "request_id"}}`,
-    `request_id` being the request's (its `X-Request-ID`), so a client can quote it."""
+    """The one error shape, carrying the request's id so a client can quote it.
+
+    `{"kind": "error", "error": {"code", "message", ...details, "request_id"}}`, `request_id` being
+    the request's `X-Request-ID`.
+    """
     request_id = current_request_id()
     if request_id is not None:
         details = {**details, "request_id": request_id}

@@ -1,5 +1,7 @@
-"""The project package as an app: it loads the Celery app once Django is set up, and starts
-tracing when OpenTelemetry's variables ask for it."""
+"""The project package as an app: Celery once Django is set up, and tracing when asked for.
+
+Tracing starts when OpenTelemetry's variables ask for it.
+"""
 
 from __future__ import annotations
 

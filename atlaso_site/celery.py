@@ -1,5 +1,8 @@
-"""The Celery app: broker and beat schedule come from settings (CELERY_*); the request id,
-heartbeats and logging of `atlaso_site.observability.tasks` in every process that loads it."""
+"""The Celery app, its broker and beat schedule from settings (CELERY_*).
+
+Every process that loads it gets the request id, heartbeats and logging of
+`atlaso_site.observability.tasks`.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The API's whole-request checks of the request line and headers, and its error envelope on
-responses the framework makes outside any operation; and the same failures met on every other
-page (the dashboard, the login, the admin) as pages: 400, 503 with Retry-After, a one-line 403."""
+"""The API's request-line and header checks and its envelope on answers made outside an operation.
+
+The same failures met on every other page (the dashboard, the login, the admin) are answered as
+pages: 400, 503 with Retry-After, a one-line 403.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +55,10 @@ _CODES = {ERROR_STATUS[code]: code for code in (UNAUTHORIZED, FORBIDDEN, NOT_FOU
 
 
 class ApiErrorEnvelopeMiddleware:
-    """Whole-request checks of an API request's line and headers, and the JSON error envelope on
-    responses the framework makes outside any operation (an unknown path, 404; method, 405).
+    """The API's whole-request checks of the line and headers, and its envelope on framework answers.
+
+    The JSON error envelope goes on the responses the framework makes outside any operation: an
+    unknown path (404) or method (405).
 
     The key is checked first, before the line, the headers and the body (atlaso_site.admission);
     the body is judged where it is parsed (atlaso_site.api's parser).
@@ -106,8 +110,11 @@ class ApiErrorEnvelopeMiddleware:
 
 
 def _refused_before_the_line(request: HttpRequest) -> HttpResponse | None:
-    """The host, then the key, its permission and its owner (api.md), then the body's size, all
-    before the request line's parameters or the body are read; the refusal, or None."""
+    """The refusal of a request by its host, key, permission, owner or body size, or None.
+
+    The host, then the key, its permission and its owner (api.md), then the body's size: all before
+    the request line's parameters or the body are read.
+    """
     try:
         request.get_host()
     except DisallowedHost as exc:
@@ -127,9 +134,11 @@ def _refused_before_the_line(request: HttpRequest) -> HttpResponse | None:
 
 
 class _ChunkedInput:
-    """A body sent without a length, as the server hands it over (its chunks decoded, its end
-    marked), read to that end but never more than `limit` bytes: past it, RequestDataTooBig,
-    which the API answers 413 as it does a Content-Length over the limit."""
+    """A body sent without a length, read to its end but never past `limit` bytes.
+
+    As the server hands it over: its chunks decoded, its end marked. Past `limit`,
+    RequestDataTooBig, which the API answers 413 as it does a Content-Length over the limit.
+    """
 
     def __init__(self, stream: Any, limit: int | None) -> None:
         self.stream = stream
@@ -166,8 +175,10 @@ _CHUNK = 64 * 1024
 
 
 def read_chunked_body(request: HttpRequest) -> HttpResponse | None:
-    """Make an API request's chunked body (Transfer-Encoding: chunked, no Content-Length)
-    readable, or refuse it with 411 length_required when the server cannot say where it ends.
+    """Make an API request's chunked body readable, or refuse it with 411 length_required.
+
+    A chunked body (Transfer-Encoding: chunked, no Content-Length) is refused when the server cannot
+    say where it ends.
 
     Django reads a body by its Content-Length, so without one it would read nothing ("body is
     required"). gunicorn decodes the chunks and promises, by `wsgi.input_terminated`, that its
@@ -230,8 +241,10 @@ def _query_pairs(query: bytes) -> Iterator[tuple[bytes, bytes]]:
 
 
 def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
-    """(field, message) for the first part of the request line or a used header that the API
-    refuses as a whole: unstorable text, or a query string too long; None when all is well."""
+    """(field, message) for the first part of the request line or a used header refused whole, or None.
+
+    The API refuses unstorable text there, or a query string too long.
+    """
     problem = unstorable(request.path_info)
     if problem is None and _REPERCENTED.search(request.path_info):
         problem = _NOT_UTF8
@@ -260,9 +273,11 @@ def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
 
 
 def _unreadable_query(query: bytes) -> tuple[str, str] | None:
-    """(field, message) for a query parameter whose name or value is not storable text, or one
-    given twice with different values (every parameter of the API holds one value, and a repeat
-    would be read as its last, whatever the others said); None when all is well."""
+    """(field, message) for a query parameter that is not storable text or is given twice; else None.
+
+    Twice with different values is refused because every parameter of the API holds one value, and a
+    repeat would be read as its last, whatever the others said.
+    """
     seen: dict[bytes, bytes] = {}
     for name, value in _query_pairs(query):
         name_problem = _problem(name)
@@ -278,8 +293,9 @@ def _unreadable_query(query: bytes) -> tuple[str, str] | None:
 
 
 class PageErrorMiddleware:
-    """Every request outside the API (the dashboard, the login, the admin) meets bad input and
-    outages as the API does, answered as pages instead of envelopes.
+    """Every request outside the API meets bad input and outages as the API does, answered as pages.
+
+    The dashboard, the login and the admin get pages where the API gets envelopes.
 
     A path or query parameter that is not storable text (NUL, a lone surrogate, bytes that are
     not UTF-8) is the 400 page before any view, session or database reads it; a database that
@@ -323,8 +339,9 @@ def page_unavailable(request: HttpRequest, exception: BaseException) -> HttpResp
 
 
 def _unreadable_page_input(request: HttpRequest) -> str | None:
-    """What makes a page request's path or a query parameter unreadable as text, as a sentence
-    for the 400 page; None when all of it is text.
+    """The sentence for the 400 page saying what of a page request is not text; None when all is.
+
+    It looks at the request's path and its query parameters.
 
     The query is read from its bytes as sent: Django would put U+FFFD for what is not UTF-8
     before a view saw it. The path is read as Django decoded it, each byte that is not UTF-8

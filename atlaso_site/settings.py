@@ -95,10 +95,11 @@ def env_secret(name: str) -> str:
 def database_pool_options() -> dict[str, object]:
     """Django's psycopg pool per process when DATABASE_POOL_SIZE > 0, else {} (persistent connections).
 
-    A gunicorn gthread worker serves several requests at once, each on its own thread; the pool
-    lets them share `DATABASE_POOL_SIZE` connections instead of one kept per thread. With
-    CONN_HEALTH_CHECKS on, Django has the pool check a connection as it hands it out, so one the
-    server dropped is replaced, not returned.
+    The web worker (atlaso_site/serving.py) runs every open connection on a greenlet, to which
+    Django would give a database connection of its own; the pool lets the requests running at
+    once share `DATABASE_POOL_SIZE` connections instead (the worker sets it to its request
+    slots). With CONN_HEALTH_CHECKS on, Django has the pool check a connection as it hands it
+    out, so one the server dropped is replaced, not returned.
     """
     size = env_int("DATABASE_POOL_SIZE", 0, low=0, high=100)
     if not size:
@@ -148,7 +149,8 @@ def database_from_url(url: str) -> dict[str, object]:
             # A prepared statement is still planned for each execution's own values: after five
             # runs PostgreSQL would otherwise try one generic plan, and for recall's reads (a
             # text query whose selectivity only the value tells) it chose plans that doubled
-            # recall's latency (p50 22 -> 43 ms at 1M deposits, docs/BENCHMARKS.md).
+            # recall's latency (p50 22 -> 43 ms at 1M deposits,
+            # docs/benchmarks/archive/2026-11-30-issue-11-recall.md).
             "options": "-c jit=off -c plan_cache_mode=force_custom_plan",
             # Parameters sent apart from the statement, and a statement a connection has run
             # DATABASE_PREPARE_THRESHOLD times prepared: PostgreSQL then skips parsing it (0: never).
@@ -318,7 +320,7 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # cookies are Secure, and HSTS tells browsers to use nothing but HTTPS for this host and its
 # subdomains for ATLASO_HSTS_SECONDS (a year; start lower to try it out), with `preload` so the
 # host may be submitted to the browsers' preload list. Off (the default), `make run` serves plain
-# HTTP on 127.0.0.1 as before. Behind a proxy that ends TLS, gunicorn takes the scheme from
+# HTTP on 127.0.0.1, a developer's machine. Behind a proxy that ends TLS, gunicorn takes the scheme from
 # X-Forwarded-Proto only when the proxy's address is in FORWARDED_ALLOW_IPS (gunicorn's own
 # variable, default 127.0.0.1,::1), so SECURE_PROXY_SSL_HEADER stays unset: Django would believe
 # that header from any client.
@@ -331,8 +333,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = ATLASO_TLS
 SECURE_HSTS_PRELOAD = ATLASO_TLS
 
 # Serving (atlaso_site/serve.py, which `make run` starts): gunicorn worker processes and the
-# threads of each, which serve requests at once. With PostgreSQL keep threads × workers within
-# its max_connections (100 by default), or set DATABASE_POOL_SIZE to share fewer connections.
+# requests each runs at once (its request slots, each holding a pooled database connection).
+# With PostgreSQL keep slots × workers within its max_connections (100 by default), or set
+# DATABASE_POOL_SIZE to share fewer connections among the slots.
 WEB_WORKERS = env_int("WEB_WORKERS", 2, low=1, high=64)
 WEB_THREADS = env_int("WEB_THREADS", 8, low=1, high=64)
 

@@ -1,5 +1,7 @@
-"""The dashboard's logout and the site's 500 handler (the pages live in the apps; the overview
-at `/` in diagnostics)."""
+"""The dashboard's logout and the site's 500 handler.
+
+The pages live in the apps; the overview at `/` in diagnostics.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +28,11 @@ class DashboardLogoutView(LogoutView):
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """handler500: a lost database met outside a view (a 404 page drawing the frame, a
-    middleware) is the 503 page, as in a view; any other failure is Django's 500."""
+    """handler500: a lost database is the 503 page wherever it is met; any other failure Django's 500.
+
+    A lost database met outside a view (a 404 page drawing the frame, a middleware) answers as it
+    would in a view.
+    """
     failure = sys.exc_info()[1]
     if isinstance(failure, DATABASE_DOWN) and not is_api(request):
         return page_unavailable(request, failure)

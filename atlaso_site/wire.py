@@ -1,7 +1,8 @@
-"""Wire shapes that more than one router declares: the error envelope, a page query, a scope,
-a deposit and a belief verdict. Each shape is written once, here; apps' own shapes stay in
-their `schemas.py`. Out schemas read typed objects (dataclasses, model instances) by attribute,
-so they are the only serialisation: timestamps become ISO 8601 with microseconds and offset.
+"""Wire shapes that more than one router declares, each written once here.
+
+The error envelope, a page query, a scope, a deposit and a belief verdict; apps' own shapes stay in
+their `schemas.py`. Out schemas read typed objects (dataclasses, model instances) by attribute, so
+they are the only serialisation: timestamps become ISO 8601 with microseconds and offset.
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ RULE_KEYWORDS = (
 
 
 def stripped_within(max_length: int) -> str:
-    """The pattern of text that is 1..max_length characters once stripped of whitespace, shows
-    something (not only whitespace and invisible characters), and holds no NUL."""
+    """The pattern of text of 1..max_length characters once stripped, that shows something and has no NUL.
+
+    Showing something means not only whitespace and invisible characters.
+    """
     edge = rf"[^{SPACE}\x00]"
     shows = rf"(?=[{SPACE}{INVISIBLE_CLASS}]*{_SHOWN})"
     return rf"^{shows}[{SPACE}]*{edge}(?:[^\x00]{{0,{max_length - 2}}}{edge})?[{SPACE}]*$"
@@ -104,8 +107,10 @@ def _json_integer(value: Any) -> Any:
 
 
 def stated_integer(minimum: int, maximum: int, *, in_query: bool = False) -> Any:
-    """An integer whose range the domain validation checks: in a body a JSON integer (never "5"
-    or true); in a query, text that pydantic reads as one."""
+    """An integer whose range the domain validation checks: a JSON integer in a body, text in a query.
+
+    In a body never "5" or true; in a query, text that pydantic reads as an integer.
+    """
     schema = WithJsonSchema({"type": "integer", "minimum": minimum, "maximum": maximum})
     if in_query:
         return Annotated[int, schema]
@@ -175,10 +180,12 @@ def _without_rules(schema: Any) -> list[str]:
 
 
 def checked_per_item(schema: dict[str, Any], _model: type) -> None:
-    """A bulk item's schema: its value rules become prose, because the server judges each item
-    alone and reports one that breaks a rule in `failed` (200), where a schema rule would
-    promise a 422 for the whole request. Types, enums, required fields and formats stay: the
-    whole request is refused when one of those is broken."""
+    """A bulk item's schema, its value rules turned into prose.
+
+    The server judges each item alone and reports one that breaks a rule in `failed` (200), where a
+    schema rule would promise a 422 for the whole request. Types, enums, required fields and formats
+    stay: the whole request is refused when one of those is broken.
+    """
     for prop in schema.get("properties", {}).values():
         rules = _without_rules(prop)
         if rules:

@@ -1,6 +1,7 @@
-"""The forms of the beliefs pages: Confirm on a belief, and the provenance page's tier, channel and
-API key forms. Their field names are fixed (outside browser tests post them); the rules they
-check are the domain's, in the dashboard's words.
+"""The forms of the beliefs pages: Confirm, and the provenance page's tier, channel and key forms.
+
+Their field names are fixed (outside browser tests post them); the rules they check are the
+domain's, in the dashboard's words.
 """
 
 from __future__ import annotations

@@ -76,9 +76,11 @@ def outcome_count(user_id: str) -> int:
 
 
 def observation_lines(user_id: str, *, include_withdrawn: bool, now: datetime) -> Iterator[dict[str, Any]]:
-    """Every observation of the owner, in arrival order, as the API shows a revision, with its
-    idempotency key while the key is within its window. `include_withdrawn`: those of soft-
-    retracted deposits too (the import withdraws them again from the retraction lines)."""
+    """Every observation of the owner in arrival order, as the API shows a revision.
+
+    Each with its idempotency key while the key is within its window. `include_withdrawn`: those of
+    soft-retracted deposits too (the import withdraws them again from the retraction lines).
+    """
     rows = (
         _revisions(user_id, include_withdrawn=include_withdrawn)
         .order_by("id")
@@ -128,8 +130,10 @@ def outcome_lines(user_id: str) -> Iterator[dict[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class ObservationDraft:
-    """An observation line, checked: what the log will hold of it (its deposit already mapped to
-    the deposit the import wrote)."""
+    """An observation line, checked: what the log will hold of it.
+
+    Its deposit is already mapped to the deposit the import wrote.
+    """
 
     key: str
     value: str
@@ -155,9 +159,10 @@ def known_tiers() -> dict[str, float]:
 def observations_append(
     *, user_id: str, drafts: Sequence[ObservationDraft], retracted: Sequence[str] = (), now: datetime
 ) -> list[int]:
-    """Append the drafts to their beliefs' logs, in order, and derive each belief again; returns
-    the revisions' ids in the drafts' order. `retracted`: the drafts' deposits that are soft-
-    retracted already, whose observations leave the replay as a retraction takes them out.
+    """Append the drafts to their beliefs' logs in order and derive each belief again.
+
+    Returns the revisions' ids in the drafts' order. `retracted`: the drafts' deposits that are
+    soft-retracted already, whose observations leave the replay as a retraction takes them out.
 
     A revision's facts are those the rule gives it folded into its key's log as it stands (the
     log's own record, as when an observation arrives late); the stored state is then the replay
@@ -213,8 +218,10 @@ def observations_append(
 
 
 def observations_withdraw_deposits(*, user_id: str, deposit_ids: Sequence[str], now: datetime) -> set[str]:
-    """Soft-retracted deposits, arriving by import: their observations, now and later, leave
-    every replay. Returns the belief keys they touched (already in the log), rebuilt here."""
+    """Withdraw the observations of soft-retracted deposits arriving by import from every replay.
+
+    Now and later. Returns the belief keys they touched (already in the log), rebuilt here.
+    """
     if not deposit_ids:
         return set()
     WithdrawnDeposit.objects.bulk_create(
@@ -234,9 +241,11 @@ def observations_withdraw_deposits(*, user_id: str, deposit_ids: Sequence[str], 
 def _claim_imported_keys(
     user_id: str, drafts: Sequence[ObservationDraft], ids: Sequence[int], now: datetime
 ) -> None:
-    """The observations' idempotency keys, for the rest of their window from their first use,
-    so a client's retry after the move replays the imported revision (a key this owner holds
-    already stays as it is)."""
+    """Claim the observations' idempotency keys for the rest of their window from their first use.
+
+    So a client's retry after the move replays the imported revision; a key this owner holds already
+    stays as it is.
+    """
     rows = [
         ObservationKey(
             user_id=user_id, key=draft.idempotency_key, payload_hash=draft.payload_hash or "",
@@ -262,9 +271,11 @@ class OutcomeDraft:
 
 
 def outcomes_import(*, user_id: str, drafts: Sequence[OutcomeDraft]) -> list[bool]:
-    """Record the outcomes this owner does not hold yet (same key, value and time); returns, per
-    draft, whether it was written. An outcome without the verdict before it gets the verdict the
-    owner's log gives just before its time."""
+    """Record the outcomes this owner does not hold yet; per draft, whether it was written.
+
+    An outcome is held when one has the same key, value and time. An outcome without the verdict
+    before it gets the verdict the owner's log gives just before its time.
+    """
     if not drafts:
         return []
     held = set(
@@ -323,8 +334,10 @@ class BeliefsForgotten:
 
 
 def beliefs_forget_owner(*, user_id: str, now: datetime) -> BeliefsForgotten:
-    """Every row of the owner's belief log and state, its outcomes and withdrawn marks, in the
-    caller's transaction; its observation keys become tombstones (beliefs.tombstones)."""
+    """Delete the owner's belief log and state, outcomes and withdrawn marks; tombstone its keys.
+
+    In the caller's transaction; its observation keys become tombstones (beliefs.tombstones).
+    """
     with transaction.atomic():
         keys = observation_keys_tombstone_owner(user_id, now)
         beliefs = Belief.objects.filter(user_id=user_id).count()

@@ -85,8 +85,11 @@ class SetAside:
 
 
 def set_aside(*, user_id: str, key: str) -> list[SetAside]:
-    """The belief's observations that changed nothing (reliability at or below the pivot), per
-    channel and tier as they were when each arrived, the most numerous first."""
+    """The belief's observations that changed nothing, grouped, the most numerous group first.
+
+    Those whose reliability was at or below the pivot, per channel and tier as they were when each
+    arrived.
+    """
     rows = (
         BeliefRevision.objects.filter(user_id=user_id, belief_key=key, effective=False)
         .values("channel", "tier", "ceiling")

@@ -281,8 +281,10 @@ class _Checked:
     source_id: str | None
 
     def fingerprint(self) -> str:
-        """The payload as sent, for its idempotency key: a retry that omits the claim time
-        again is the same payload, though "now" has moved."""
+        """The payload as sent, for its idempotency key.
+
+        A retry that omits the claim time again is the same payload, though "now" has moved.
+        """
         return payload_fingerprint(
             {
                 "belief_key": self.key,

@@ -1,5 +1,8 @@
-"""The observation keys of a forgotten owner, kept as tombstones under digests
-(atlaso_site.lib.forgotten), as the deposit store keeps its own (deposits.services.tombstones)."""
+"""The observation keys of a forgotten owner, kept as tombstones under digests.
+
+Under atlaso_site.lib.forgotten's digests, as the deposit store keeps its own
+(deposits.services.tombstones).
+"""
 
 from __future__ import annotations
 
@@ -22,8 +25,10 @@ def observation_key_forgotten(user_id: str, key: str, now: datetime) -> bool:
 
 
 def observation_keys_tombstone_owner(user_id: str, now: datetime) -> int:
-    """File every observation key the owner used within its window as a tombstone under digests
-    (no revision, no payload), and remove the owner's own; returns the keys filed."""
+    """File the owner's observation keys within their window as tombstones; returns the keys filed.
+
+    Under digests, with no revision and no payload; the owner's own keys are removed.
+    """
     secret = settings.SECRET_KEY
     owner = forgotten_owner(user_id, secret)
     fresh = ObservationKey.objects.filter(user_id=user_id, created_at__gt=now - WINDOW)

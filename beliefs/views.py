@@ -174,8 +174,11 @@ def _percent(share: float) -> str:
 
 
 def _why_set_aside(groups: list[SetAside], pivot: float) -> str:
-    """Why observations did not count: their channel's tier cannot move beliefs, or they were
-    stated with too little confidence on a channel that could have."""
+    """Why observations did not count: a tier that cannot move beliefs, or too little confidence.
+
+    Either their channel's tier cannot move beliefs, or they were stated with too little confidence
+    on a channel that could have.
+    """
     capped = [g for g in groups if g.ceiling <= pivot]
     hedged = [g for g in groups if g.ceiling > pivot]
     reasons = []
@@ -189,9 +192,11 @@ def _why_set_aside(groups: list[SetAside], pivot: float) -> str:
 
 
 def plain_summary(verdict: Verdict, groups: list[SetAside], pivot: float) -> str:
-    """The belief in one sentence of plain words, the mathematics left for below it: "The memory
-    says soy milk (99.6%). 3 observations counted; 1 set aside because it came from web_fetch,
-    which cannot change beliefs." (HTML: the value and channels are escaped.)"""
+    """The belief in one sentence of plain words, the mathematics left for below it.
+
+    "The memory says soy milk (99.6%). 3 observations counted; 1 set aside because it came from
+    web_fetch, which cannot change beliefs." (HTML: the value and channels are escaped.)
+    """
     if verdict.fact is None:
         lead = "The memory asserts nothing here yet"
         lead += (
@@ -321,8 +326,10 @@ def _rebuilding(run: JobRun) -> str:
 
 
 def _done(request: HttpRequest, message: str) -> HttpResponse:
-    """After a change: say what it did; htmx gets the page's body (which shows it), a plain POST
-    is redirected back to the page (whose frame shows it)."""
+    """After a change, say what it did: htmx gets the page's body, a plain POST a redirect back.
+
+    Either way the page shows the message: the body holds it, or the redirected page's frame does.
+    """
     flash(request, message)
     if request.htmx:
         return _render_provenance(request)

@@ -44,8 +44,11 @@ _IMPORT_BODY_DOC = {
     },
 )
 def export_owner(request: HttpRequest, user_id: UserId, query: Query[ExportQuery]):
-    """Every deposit, edge, retraction, observation and outcome of the owner, streamed as
-    atlaso-export v1 (gzip when Accept-Encoding allows it); a client may stop reading anywhere."""
+    """Every record of the owner, streamed as atlaso-export v1; a client may stop reading anywhere.
+
+    Every deposit, edge, retraction, observation and outcome, gzipped when Accept-Encoding allows
+    it.
+    """
     return export_download(request, user_id, include_retracted=query.include_retracted)
 
 

@@ -1,5 +1,7 @@
-"""An owner's export as a streamed HTTP answer: what the API's GET /users/{id}/export and the
-dashboard's Export button both send (portability.md)."""
+"""An owner's export as a streamed HTTP answer, for the API and the dashboard alike.
+
+What the API's GET /users/{id}/export and the dashboard's Export button both send (portability.md).
+"""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ def accepts_gzip(request: HttpRequest) -> bool:
 def export_download(
     request: HttpRequest, user_id: str, *, include_retracted: bool = True
 ) -> StreamingHttpResponse:
-    """The owner's export, streamed as it is read (its database connection held until it ends),
-    gzip when the client takes it, named `<user_id>.atlaso.jsonl` for a browser to save."""
+    """The owner's export, streamed as it is read, named `<user_id>.atlaso.jsonl` for a browser.
+
+    Its database connection is held until it ends; gzip when the client takes it.
+    """
     gzip = accepts_gzip(request)
     response = StreamingHttpResponse(
         export_bytes(user_id, include_retracted=include_retracted, gzip=gzip), content_type=NDJSON

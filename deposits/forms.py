@@ -130,8 +130,11 @@ class RefusableForm(forms.Form):
 
 
 class ResolveForm(RefusableForm):
-    """Resolve a bag: the live deposits that hold (`keep`), why (`reason`) and, optionally, the
-    claim that holds in the reviewer's words (`holds`); the service judges them all."""
+    """Resolve a bag: the deposits that hold, why, and optionally the claim in the reviewer's words.
+
+    The live deposits that hold (`keep`), why (`reason`) and the claim that holds (`holds`); the
+    service judges them all.
+    """
 
     keep = ValuesField()
     reason = TextField()

@@ -44,8 +44,10 @@ RESOLVED = CORRECTED & NOT_IN_CONFLICT
 
 
 class ScopeBagQuerySet(models.QuerySet["ScopeBag"]):
-    """The bag rules of deposits.domain.bags as ORM filters, over the columns the database
-    keeps from the live counts (ScopeBag's generated fields)."""
+    """The bag rules of deposits.domain.bags as ORM filters.
+
+    Over the columns the database keeps from the live counts (ScopeBag's generated fields).
+    """
 
     def holding_live(self) -> ScopeBagQuerySet:
         """Bags with at least one live deposit."""
@@ -391,9 +393,11 @@ class ConflictEpisode(models.Model):
 
 
 class OwnerTally(models.Model):
-    """One memory owner's live deposits, open conflicts and last write, kept by every write in its
-    own transaction (deposits.services.owners), so the owners list pages by index instead of
-    counting every bag of the deployment. Written last in each write, after the bag rows."""
+    """One memory owner's live deposits, open conflicts and last write, kept by every write.
+
+    In the write's own transaction (deposits.services.owners), so the owners list pages by index
+    instead of counting every bag of the deployment. Written last in each write, after the bag rows.
+    """
 
     user_id = models.CharField(max_length=128, primary_key=True)
     live_deposits = models.IntegerField(default=0)
@@ -415,10 +419,12 @@ class OwnerTally(models.Model):
 
 
 class DeploymentTally(models.Model):
-    """How many owners hold live deposits and how many conflicts are open: one row, changed only
-    by a write that gives an owner its first live deposit or takes its last, or opens or ends a
-    conflict (`deposits.services.owners.tally_write`), so the owners list, the queue, the desk and
-    the overview read their totals from one row, not by counting the deployment."""
+    """How many owners hold live deposits and how many conflicts are open, in one row.
+
+    Changed only by a write that gives an owner its first live deposit or takes its last, or opens
+    or ends a conflict (`deposits.services.owners.tally_write`), so the owners list, the queue, the
+    desk and the overview read their totals from one row, not by counting the deployment.
+    """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     owners = models.IntegerField(default=0)
@@ -467,8 +473,11 @@ class ReviewSkip(models.Model):
 
 
 class Resolution(models.Model):
-    """A reviewer's Resolve: its resolution deposit (content = the claim that holds; its edges
-    carry the reason), the side that held, and who undid it. Erasing the deposit erases this record too: nothing of erased content stays."""
+    """A reviewer's Resolve: its resolution deposit, the side that held, and who undid it.
+
+    The resolution deposit's content is the claim that holds; its edges carry the reason. Erasing
+    the deposit erases this record too: nothing of erased content stays.
+    """
 
     deposit = models.OneToOneField(
         Deposit, primary_key=True, on_delete=models.CASCADE, related_name="resolution"
@@ -493,10 +502,12 @@ class Resolution(models.Model):
 
 
 class ImportedRow(models.Model):
-    """What an import wrote for a row of its file that it could not file under the row's own id:
-    a deposit whose id another owner holds, and every observation (portability.md). The import
-    finds here what it wrote before, so a line run again is a duplicate and a later line's
-    reference (an edge's end, an observation's deposit) reaches the row it names."""
+    """What an import wrote for a row it could not file under the row's own id.
+
+    A deposit whose id another owner holds, and every observation (portability.md). The import finds
+    here what it wrote before, so a line run again is a duplicate and a later line's reference (an
+    edge's end, an observation's deposit) reaches the row it names.
+    """
 
     DEPOSIT, OBSERVATION = "deposit", "observation"
 
@@ -514,8 +525,10 @@ class ImportedRow(models.Model):
 
 
 class ResolutionKept(models.Model):
-    """A deposit a resolution kept: the resolution deposit copied its artifact refs, so erasing it
-    takes from the resolution deposit the refs that no other kept deposit gave."""
+    """A deposit a resolution kept, whose artifact refs the resolution deposit copied.
+
+    Erasing it takes from the resolution deposit the refs that no other kept deposit gave.
+    """
 
     resolution = models.ForeignKey(Resolution, on_delete=models.CASCADE, related_name="kept_deposits")
     deposit = models.ForeignKey(Deposit, on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -583,8 +596,11 @@ class EmbeddingPending(models.Model):
 
 
 class VectorHead(models.Model):
-    """The newest vector an owner has of a model: recall asks it whether the owner's codes it holds
-    in memory are current (deposits.search.meaning), in one key lookup. Written with the vectors."""
+    """The newest vector an owner has of a model, written with the vectors.
+
+    Recall asks it, in one key lookup, whether the owner's codes it holds in memory are current
+    (deposits.search.meaning).
+    """
 
     pk = models.CompositePrimaryKey("user_id", "model")
     user_id = models.CharField(max_length=128)

@@ -88,8 +88,11 @@ MatchedBy = Literal["words", "meaning", "both"]
 
 
 class FacetsIn(Schema):
-    """The six facets of a scope as query parameters: the bag list's filter, where any value may
-    be asked for (one that no bag can hold matches nothing), and recall's (RecallQuery)."""
+    """The six facets of a scope as query parameters, for the bag list's filter and recall's.
+
+    The bag list may ask for any value (one that no bag can hold matches nothing); recall reads them
+    through RecallQuery.
+    """
 
     model: QueryText | None = None
     dataset: QueryText | None = None

@@ -60,8 +60,10 @@ def deployment_health(request: HttpRequest, query: Query[DaysQuery]):
 
 
 def _trend(schema: type[Schema], fields: dict[str, Any], *, points: str, backlog: Any) -> HttpResponse:
-    """A trend read's answer: the schema renders every field but the points, which are joined
-    from their stored wire form (Snapshot.point_json) instead of validating thousands of objects.
+    """A trend read's answer, its points joined from their stored wire form.
+
+    The schema renders every field but the points, which come from Snapshot.point_json instead of
+    validating thousands of objects.
 
     tests/diagnostics/test_api_history.py checks the answer against the schema's own rendering.
     """

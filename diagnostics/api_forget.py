@@ -38,9 +38,12 @@ class ForgetResultOut(OutSchema):
     auth=ApiKeyAuth("erase", owner=True),
 )
 def forget_owner(request: HttpRequest, user_id: UserId, query: Query[ForgetQuery]):
-    """Forget the owner whole, in one transaction: every deposit, edge, bag, belief, observation,
-    outcome, snapshot and recall of it; its idempotency keys answer 410 `erased` for the rest
-    of their 24 hours. Needs the erase permission and `confirm` = the user_id."""
+    """Forget the owner whole, in one transaction.
+
+    Every deposit, edge, bag, belief, observation, outcome, snapshot and recall of it; its
+    idempotency keys answer 410 `erased` for the rest of their 24 hours. Needs the erase permission
+    and `confirm` = the user_id.
+    """
     if query.confirm != user_id:
         raise invalid(
             "confirm", "forgetting an owner cannot be undone: send confirm=<the user_id> to say you mean it"

@@ -1,6 +1,8 @@
-"""Job runs in API v1: list and read them, start one (any of `job_runner.STARTABLE`, the one list
-of jobs a person may start, which `job_runner.job_start` checks). Admin keys confined to no
-prefix only."""
+"""Job runs in API v1: list and read them, and start one; for unconfined admin keys.
+
+Any of `job_runner.STARTABLE` may be started: the one list of jobs a person may start, which
+`job_runner.job_start` checks. Admin keys confined to no prefix only.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Forgetting an owner whole (portability.md): every row that holds its id or its content goes,
-in one transaction; its idempotency keys stay as tombstones that name neither it nor the key.
+"""Forgetting an owner whole (portability.md), in one transaction.
+
+Every row that holds its id or its content goes; its idempotency keys stay as tombstones that name
+neither it nor the key.
 
 The tables are found, not listed: every model of every app with a `user_id` column, deleted
 referencing tables first, so a table added later is forgotten with the others. Each app's own
@@ -77,8 +79,10 @@ def forget_preview(*, user_id: str, now: datetime | None = None) -> ForgetPrevie
 
 
 def owner_models() -> list[type[models.Model]]:
-    """Every model with a `user_id` column, in an order its rows can be deleted in: a model whose
-    foreign key points at another of them comes before it."""
+    """Every model with a `user_id` column, in an order its rows can be deleted in.
+
+    A model whose foreign key points at another of them comes before it.
+    """
     found = [
         model
         for model in apps.get_models()

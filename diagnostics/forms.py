@@ -1,5 +1,4 @@
-"""The forms of the diagnostics pages: the owners search, the owner page's bag filter, the health
-window, and starting a job.
+"""The forms of the diagnostics pages: the owners search, bag filter, health window and job start.
 
 The filters are a page's query (GET): they never refuse the page. A value that does not clean
 counts as absent (its field's `initial`), and the owner page says which facet it set aside.
@@ -28,8 +27,11 @@ FACET_NUMBER_BOUND = 2**63
 
 
 class TextField(forms.CharField):
-    """Optional text as sent, trimmed, NUL included: the value's own check (an owner id's rule)
-    judges it whole, and the page shows it back as it was typed."""
+    """Optional text as sent, trimmed, NUL included.
+
+    The value's own check (an owner id's rule) judges it whole, and the page shows it back as it was
+    typed.
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(required=False, initial="", **kwargs)
@@ -37,8 +39,10 @@ class TextField(forms.CharField):
 
 
 def _facet_text(value: Any) -> str:
-    """A facet as typed, trimmed and less NUL: no stored scope holds a NUL, so dropping it
-    changes no meaning."""
+    """A facet as typed, trimmed and less NUL.
+
+    No stored scope holds a NUL, so dropping it changes no meaning.
+    """
     return "" if value in (None, "") else str(value).strip().replace("\x00", "")
 
 
@@ -95,8 +99,10 @@ class FacetNumber(WholeNumberField):
 
 
 class QueryForm(forms.Form):
-    """A GET page's query: every field has a value once read, its `initial` when it was absent,
-    empty or did not clean."""
+    """A GET page's query: every field has a value once read.
+
+    Its `initial` when it was absent, empty or did not clean.
+    """
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

@@ -91,8 +91,11 @@ def job_run_now(*, name: str, trigger: str, params: Mapping[str, Any] | None = N
 
 
 def embedding_sweep_due() -> bool:
-    """Beat's question: does a deposit wait for its vector longer than EMBED_SWEEP_AFTER_SECONDS,
-    with an embedder configured and no embedding run under way? (Then it records a run.)"""
+    """Whether beat should record an embedding run: a deposit has waited too long for its vector.
+
+    Longer than EMBED_SWEEP_AFTER_SECONDS, with an embedder configured and no embedding run under
+    way.
+    """
     from django.conf import settings
     from django.utils import timezone
 

@@ -47,8 +47,10 @@ def _exclusive_run() -> Iterator[bool]:
 
 
 def owners_with_activity(*, all_owners: bool = False) -> list[str]:
-    """Owners to snapshot: any write, retraction, erasure, supersession, recall, observation or
-    belief rebuild since their last snapshot, and every owner without one; `all_owners`: every one.
+    """Owners to snapshot: those with activity since their last snapshot, and those without one.
+
+    Activity is any write, retraction, erasure, supersession, recall, observation or belief rebuild;
+    `all_owners`: every one.
 
     Writes of every kind touch the bag's `updated_at`; observations and rebuilds the belief's.
     Only rows newer than the previous run are read: what came before, that run snapshotted.

@@ -59,9 +59,11 @@ def sweep_when_a_worker_starts(sender: Any = None, **kwargs: Any) -> None:
 
 @shared_task(name="diagnostics.tasks.embed_new_deposits")
 def embed_new_deposits() -> int:
-    """Asked for by writes once they commit: embed the backlog now (an unrecorded run of the
-    embedding job's service: one a write, or a second, would flood the job runs; the beat sweep's
-    runs, which catch what these miss, are recorded)."""
+    """Embed the backlog now, as writes ask once they commit, without recording a run.
+
+    One run recorded per write, or two, would flood the job runs; the beat sweep's runs, which catch
+    what these miss, are recorded.
+    """
     try:
         counts = deposits_embed()
     except JobSkipped:

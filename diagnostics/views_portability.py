@@ -1,6 +1,8 @@
-"""An owner's memory from the dashboard: Export (reviewers and operators) downloads it whole;
-Forget this owner (operators) deletes it whole, after a page that names the owner and what goes,
-and asks for its id typed again (portability.md)."""
+"""An owner's memory from the dashboard: Export downloads it whole, Forget deletes it whole.
+
+Export is for reviewers and operators. Forget this owner is for operators, after a page that names
+the owner and what goes and asks for its id typed again (portability.md).
+"""
 
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ def owner_export(request: HttpRequest, user_id: str) -> HttpResponse:
 @operator_required
 @pages.owner_view
 def owner_forget_page(request: HttpRequest, user_id: str) -> HttpResponse:
-    """GET: what forgetting would remove, and the form that asks for the id typed again. POST:
-    forget it when the id typed is the owner's, else the page again saying so."""
+    """Forgetting's page: GET shows what would go, POST forgets when the id typed is the owner's.
+
+    The page lists what forgetting would remove beside a form asking for the id typed again; a
+    POST with another id shows the page again, saying so.
+    """
     preview = forget_preview(user_id=user_id)
     if not preview.holds_anything and not owner_exists(user_id):
         return pages.not_found(request, pages.NO_OWNER)

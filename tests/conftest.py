@@ -122,8 +122,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_process_caches() -> Iterator[None]:
-    """Each test starts with the process's caches empty: a rolled-back test's rows give their
-    ids to the next test's (SQLite), which a cache keyed by ids would take for the same rows."""
+    """Each test starts with the process's caches empty.
+
+    A rolled-back test's rows give their ids to the next test's (SQLite), which a cache keyed by ids
+    would take for the same rows.
+    """
     from deposits.embedders import forget_query_vectors
     from deposits.search.meaning import forget_cached_codes
     from deposits.selectors.embedding import forget_model_info
@@ -154,8 +157,10 @@ _FIGURES: list[str] = []
 
 @pytest.fixture
 def figures() -> Callable[[str], None]:
-    """`figures(text)`: lines a test wants in the run's log whether it passes or not (the axe
-    table, the claim race's counts, key presses); printed at the end of the run."""
+    """`figures(text)`: lines a test wants in the run's log, printed at the end whether it passes or not.
+
+    The axe table, the claim race's counts, key presses.
+    """
     return _FIGURES.append
 
 

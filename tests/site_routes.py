@@ -47,8 +47,10 @@ def parameters_of(route: str) -> list[str]:
 
 
 def path_of(route: str, bad: str = "", at: str | None = None) -> str:
-    """The route as a path: parameter `at` holds `bad` (as sent, percent-encoded), every other a
-    valid sample of its converter."""
+    """The route as a path, parameter `at` holding `bad` and every other a valid sample.
+
+    `bad` is written as sent, percent-encoded; the samples come from each converter.
+    """
 
     def value(match: re.Match[str]) -> str:
         return bad if match["name"] == at else SAMPLES[match["converter"] or "str"]

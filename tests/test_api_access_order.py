@@ -1,5 +1,8 @@
-"""Authentication and the owner check come before everything else (api.md): a key confined
-elsewhere gets 403 whatever the method, and a deployment-wide read is no confined key's."""
+"""Authentication and the owner check come before everything else (api.md).
+
+A key confined elsewhere gets 403 whatever the method, and a deployment-wide read is no confined
+key's.
+"""
 
 from __future__ import annotations
 

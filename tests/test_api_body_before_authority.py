@@ -1,7 +1,9 @@
-"""Authority before the body (api.md): the key, its permission and its owner are decided from the
-path and headers, so a key that may not make the request gets 403 whatever its body or query
-holds, never a 422, and a body is judged by its size and shape before it is decoded and
-validated, so a few megabytes of `[0,0,…]` cost milliseconds, not seconds and gigabytes."""
+"""Authority before the body (api.md), and a body judged by its size and shape before decoding.
+
+The key, its permission and its owner are decided from the path and headers, so a key that may not
+make the request gets 403 whatever its body or query holds, never a 422; and a few megabytes of
+`[0,0,…]` cost milliseconds, not seconds and gigabytes.
+"""
 
 from __future__ import annotations
 
@@ -109,8 +111,10 @@ def test_a_megabyte_of_zeros_from_a_writer_is_refused_by_its_shape_before_it_is_
 
 
 def test_a_list_of_many_bad_values_in_a_single_claim_is_refused_cheaply(api):
-    """A tag list of 900 wrong values is within the body's shape; validating it stops at the
-    first wrong one instead of describing all 900."""
+    """A tag list of 900 wrong values is refused at the first, not described whole.
+
+    It is within the body's shape, so validation runs; it stops at the first wrong value.
+    """
     body = {"content": "likes tea", "tags": [0] * 900}
     api.post("/users/alice/deposits", body)  # what the first request of a process loads, loaded
     tracemalloc.start()
@@ -159,8 +163,11 @@ def test_a_body_over_a_single_claims_limit_is_413_naming_that_limit(api):
 
 
 def test_a_body_the_server_left_unread_is_never_taken_for_an_empty_one(api):
-    """The server refused the request before its body (the database was down) and did not read
-    it; when the application then admits it, the client is told to send it again, not 422."""
+    """A body the server left unread is never taken for an empty one.
+
+    The server refused the request before its body (the database was down) and did not read it; when
+    the application then admits it, the client is told to send it again, not 422.
+    """
     response = api.client.post(
         "/api/v1/users/alice/deposits",
         data=b"",
@@ -178,8 +185,11 @@ def test_a_body_the_server_left_unread_is_never_taken_for_an_empty_one(api):
     "path", ["/users/alice/recall?q=tea&limit=3&limit=5", "/users/alice/deposits?offset=1&offset=x"]
 )
 def test_a_query_parameter_given_twice_with_different_values_is_refused_naming_it(api, path):
-    """No query parameter of the API takes several values: a repeat would silently be read as
-    its last (schemathesis found `days` sent as [junk, …, "\x853"] read as 3)."""
+    """No query parameter of the API takes several values.
+
+    A repeat would silently be read as its last: schemathesis found `days` sent as [junk, …, "3"]
+    read as 3.
+    """
     error = error_of(api.get(path), 422, "validation_error")
     assert error["field"] in {"limit", "offset"} and "more than once" in error["message"]
 

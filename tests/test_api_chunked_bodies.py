@@ -1,6 +1,7 @@
-"""A body sent without a length (Transfer-Encoding: chunked) is read when the server can, else
-411 length_required (api.md); the 48 MiB limit holds for it too, and it is read only after the
-key is checked, like any body."""
+"""A chunked body is read when the server can, else 411 length_required (api.md).
+
+The 48 MiB limit holds for it too, and it is read only after the key is checked, like any body.
+"""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ class Input(io.BytesIO):
 def send_chunked(
     body: bytes, *, secret: str | None, terminated: bool = True, path: str = "/users/alice/deposits"
 ):
-    """POST `body` as the server passes a chunked request on: no CONTENT_LENGTH, the decoded
-    body on wsgi.input, and (gunicorn's promise that reading to the end is safe)
-    wsgi.input_terminated."""
+    """POST `body` as the server passes a chunked request on.
+
+    No CONTENT_LENGTH, the decoded body on wsgi.input, and wsgi.input_terminated (gunicorn's promise
+    that reading to the end is safe).
+    """
     stream = Input(body)
     environ: dict[str, Any] = {
         "CONTENT_TYPE": "application/json",

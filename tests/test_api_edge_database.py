@@ -1,6 +1,8 @@
-"""A database error from any layer, Django's or the driver's own, answers as promised: a lost
-connection is the 503 envelope with Retry-After and the next request works; a refused row fails
-only its bulk item."""
+"""A database error from any layer answers as promised.
+
+From Django or the driver alike: a lost connection is the 503 envelope with Retry-After and the next
+request works; a refused row fails only its bulk item.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +41,11 @@ def _bulk(*contents: str) -> dict:
 
 @pytest.fixture
 def backend_dies_on_plug(on_postgres):
-    """The server ends this connection (AdminShutdown) when a deposit reading PLUG is inserted:
-    the fault of a PostgreSQL restart, met by the raw psycopg cursor of the bulk insert."""
+    """The server ends this connection when a deposit reading PLUG is inserted.
+
+    An AdminShutdown: the fault of a PostgreSQL restart, met by the raw psycopg cursor of the bulk
+    insert.
+    """
     with connection.cursor() as cursor:
         cursor.execute(
             f"""

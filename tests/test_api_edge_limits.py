@@ -1,5 +1,7 @@
-"""The API's size limits: the largest documented request goes through, anything larger is 413,
-and a long query string is judged by the API itself, quickly."""
+"""The API's size limits: the largest documented request passes, anything larger is 413.
+
+A long query string is judged by the API itself, quickly.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Text no database can store (a lone surrogate, NUL) is a 422 naming the field wherever it
-enters, the body, the query, the path or a header; in a bulk it fails only its own item."""
+"""Text no database can store is a 422 naming the field wherever it enters.
+
+A lone surrogate or NUL, in the body, the query, the path or a header; in a bulk it fails only its
+own item.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Text made only of whitespace or invisible characters (default-ignorable and format characters,
-the Hangul fillers, the blank braille pattern: decided by Unicode's properties) counts as empty
-(api.md): every field that refuses whitespace-only text refuses it the same way, the OpenAPI
-document says so, and the client refuses it before sending."""
+"""Text made only of whitespace or invisible characters counts as empty (api.md), everywhere.
+
+Default-ignorable and format characters, the Hangul fillers, the blank braille pattern: decided by
+Unicode's properties. Every field that refuses whitespace-only text refuses it the same way, the
+OpenAPI document says so, and the client refuses it before sending.
+"""
 
 from __future__ import annotations
 

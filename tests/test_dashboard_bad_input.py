@@ -1,5 +1,6 @@
-"""Every dashboard and admin page answers NUL or a lone surrogate in its path or query with a
-400 page saying what was wrong, never a 500; the API keeps its JSON envelope.
+"""NUL or a lone surrogate in a page's path or query is a 400 page saying what was wrong.
+
+On every dashboard and admin page, never a 500; the API keeps its JSON envelope.
 
 The routes are read from the site's urlconf, so a new page is walked without a change here.
 """
@@ -47,8 +48,11 @@ ADMIN_QUERY_NAMES = ("q", "o", "p", "_changelist_filters", "_to_field", "_popup"
 
 @pytest.fixture
 def client() -> Client:
-    """A superuser (every dashboard role, and the admin), with alice's conflict to show; a 500
-    comes back as a response, so every case of a route is tried."""
+    """A superuser client, with alice's conflict to show, that returns a 500 as a response.
+
+    A superuser holds every dashboard role and the admin; getting a 500 back lets every case of a
+    route be tried.
+    """
     conflict("alice")
     client = Client(raise_request_exception=False)
     client.force_login(make_login("superuser"))

@@ -1,5 +1,8 @@
-"""With the database unreachable every dashboard and admin page, the login included, answers the
-503 page with Retry-After: never a 500, never a traceback (on the page or in the log)."""
+"""With the database unreachable every page answers the 503 page with Retry-After.
+
+Every dashboard and admin page, the login included: never a 500, never a traceback (on the page or
+in the log).
+"""
 
 from __future__ import annotations
 
@@ -40,8 +43,11 @@ def bag() -> str:
 
 
 def outage() -> mock._patch:
-    """Every use of the database fails as when its server is unreachable: connecting (or
-    checking the connection, which every query and transaction does first) is refused."""
+    """Every use of the database fails as when its server is unreachable.
+
+    Connecting, or checking the connection, which every query and transaction does first, is
+    refused.
+    """
     return mock.patch.object(
         connections["default"], "ensure_connection", side_effect=OperationalError(REFUSED)
     )
@@ -87,8 +93,11 @@ def test_a_page_answers_503_with_retry_after_while_the_database_is_down(clients,
 
 
 def test_every_page_answers_503_unless_it_needs_no_database(clients, database_down):
-    """Walked as a logged-in operator: every page reads the session. A method a page does not
-    take (405) and the icon's redirect (301) are answered before any database is needed."""
+    """Walked as a logged-in operator, every page that needs the database answers 503.
+
+    Every page reads the session. A method a page does not take (405) and the icon's redirect
+    (301) are answered before any database is needed.
+    """
     failures = []
     for route in PAGES:
         for method in ("get", "post"):
@@ -101,8 +110,11 @@ def test_every_page_answers_503_unless_it_needs_no_database(clients, database_do
 
 @pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
 def test_the_login_form_needs_no_database_so_it_is_shown_to_a_new_visitor(clients, database_down, path):
-    """Logging in is what needs the database (the 503 above); the form, to a browser with no
-    session yet, needs none."""
+    """The login form needs no database, so a new visitor sees it.
+
+    Logging in is what needs the database (the 503 above); the form, to a browser with no session
+    yet, needs none.
+    """
     assert clients[None].get(path).status_code == 200
 
 

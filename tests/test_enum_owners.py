@@ -1,6 +1,8 @@
-"""Each enum has one owner; the places that must spell it again (the kernel's wire Literals,
-which may not import an app, and the client, which imports nothing of the server) are pinned to
-it here, so a value added in one place and forgotten in another fails."""
+"""Each enum has one owner, and the places that must spell it again are pinned to it.
+
+The kernel's wire Literals, which may not import an app, and the client, which imports nothing of
+the server: a value added in one place and forgotten in another fails.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Every dashboard route, read from the urlconf, checks access: anonymous is sent to log in, a
-login in neither group gets 403 (only /help/ is for anyone logged in). Each route is asked by GET
-and by POST; the method it does not take may answer 405, the one it takes must answer the
-refusal. A new page is covered as soon as it is routed."""
+"""Every dashboard route, read from the urlconf, checks access.
+
+Anonymous is sent to log in, a login in neither group gets 403 (only /help/ is for anyone logged
+in). Each route is asked by GET and by POST; the method it does not take may answer 405, the one it
+takes must answer the refusal. A new page is covered as soon as it is routed.
+"""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def test_the_overview_counts_what_is_stored_and_links_to_the_api_docs(client):
     deposit_add(draft=validate_deposit("alice", {"content": "Alice prefers oat milk"}), channel="agent-a")
     client.force_login(make_login("reviewer"))
     text = client.get("/").content.decode()
-    # Live counts, read from the tallies (issue 34: the snapshot's bag count is not said as now's).
+    # Live counts, read from the tallies: the last snapshot's bag count may be minutes old.
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text))
     assert "This deployment now holds 1 live deposit for 1 memory owner." in said
     assert 'href="/api/v1/docs"' in text

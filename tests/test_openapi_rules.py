@@ -1,5 +1,8 @@
-"""The OpenAPI document states the rules the server enforces (schemathesis checks it at length in
-CI, .ci/schemathesis); these are the key rules, fast, so a regression shows in the normal suite."""
+"""The OpenAPI document states the rules the server enforces: the key ones, fast.
+
+schemathesis checks it at length in CI (.ci/schemathesis); these run in the normal suite, so a
+regression shows there.
+"""
 
 from __future__ import annotations
 

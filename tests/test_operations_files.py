@@ -1,5 +1,7 @@
-"""The operators' files in docs/: the example alert rules (checked and unit-tested by promtool)
-and the Grafana dashboard, whose every query parses and names only series /metrics exports.
+"""The operators' files in docs/: the example alert rules and the Grafana dashboard.
+
+The rules are checked and unit-tested by promtool; every dashboard query parses and names only
+series /metrics exports.
 
 (The dashboard against Grafana's own schema: docs/grafana/check-schema.sh, which needs npm.)
 """

@@ -1,5 +1,8 @@
-"""Every response carries X-Request-ID; a sane one sent is kept, any other replaced, never
-logged as given; error envelopes carry it as request_id; every log line of the request does."""
+"""Every response carries X-Request-ID, kept when sane, and every log line and envelope carries it.
+
+A sane one sent is kept, any other replaced, never logged as given; error envelopes carry it as
+request_id.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ worker, bounded against slow clients, `WEB_THREADS` requests at once per worker,
 connection from its pool) is started with `workers` processes on a free port against the
 configured database; each client thread keeps one connection and sends the bench's queries in
 turn to `GET /users/{owner}/recall` for the given seconds. The run's API key is revoked and its
-recall log rows deleted afterwards, so the store's diagnostics are as before.
+recall log rows deleted afterwards, so the run leaves the store's diagnostics unchanged.
 """
 
 from __future__ import annotations
@@ -55,8 +55,10 @@ def _free_port() -> int:
 
 @contextmanager
 def gunicorn(workers: int, *, started: Callable[[int], object] | None = None) -> Iterator[str]:
-    """A gunicorn serving this project on a free local port; its base URL while it runs.
-    `started` is told its master's pid once it listens."""
+    """A gunicorn serving this project on a free local port, yielding its base URL while it runs.
+
+    `started` is told its master's pid once it listens.
+    """
     port = _free_port()
     # Production's command, its access log (one line per recall) discarded rather than read.
     command = serve.commands("127.0.0.1", port)["web"]

@@ -1,5 +1,4 @@
-"""Bulk ingest as the benchmark measures it: the batches, the raw-insert floor, and what each
-structure the write keeps costs it.
+"""Bulk ingest as the benchmark measures it: the batches, the raw-insert floor, each structure's cost.
 
 `bench` times the service on `ingest_batches` beside `raw_insert_rate` (operations.md's floor).
 `bench_ingest` asks where the difference goes: it runs the same batches through the same service
@@ -39,8 +38,10 @@ RAW_COLUMNS = (
 
 
 def ingest_batches(total: int, *, run: str, batch: int = BATCH) -> list[Batch]:
-    """`total` deposits as bulk calls of `batch` items: an import of one owner's notes per call,
-    over 20 owners, in bags of about 25 (the seed's 1..50), positive, negative or open at random."""
+    """`total` deposits as bulk calls of `batch` items, each an import of one owner's notes.
+
+    Over 20 owners, in bags of about 25 (the seed's 1..50), positive, negative or open at random.
+    """
     rng = random.Random(11)
     batches = []
     for number in range(max(1, total // batch)):
@@ -58,8 +59,10 @@ def ingest_batches(total: int, *, run: str, batch: int = BATCH) -> list[Batch]:
 
 
 def one_bag_batches(user_id: str, total: int, *, run: str, batch: int = BATCH) -> list[Batch]:
-    """`total` deposits of one owner without a scope (so in one bag), each with a word of its own,
-    as bulk calls of `batch` items."""
+    """`total` deposits of one owner in one bag, each with a word of its own, as bulk calls.
+
+    Without a scope, so every deposit lands in the same bag; `batch` items a call.
+    """
     rng = random.Random(13)
     items = [
         {
@@ -82,9 +85,11 @@ def ingest(batches: Sequence[Batch], *, after_each: Callable[[], None] | None = 
 
 
 def raw_insert_rate(batches: Sequence[Batch]) -> float:
-    """The same rows inserted with one statement per batch, no rules: operations.md's floor, a
-    batched `INSERT … SELECT FROM unnest(arrays)` (the service itself inserts with COPY). Rows
-    a second, in a transaction rolled back afterwards."""
+    """Rows a second of the same rows inserted without rules, one statement per batch: the floor.
+
+    operations.md's floor, a batched `INSERT … SELECT FROM unnest(arrays)` (the service itself
+    inserts with COPY), in a transaction rolled back afterwards.
+    """
     now = timezone.now()
     prepared = []
     for user_id, items in batches:
@@ -124,8 +129,10 @@ def delete_ingested() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """A structure the write keeps, and the statements that take it away (inside a transaction
-    that is rolled back)."""
+    """A structure the write keeps, and the statements that take it away.
+
+    They run inside a transaction that is rolled back.
+    """
 
     name: str
     keeps: str
@@ -189,15 +196,19 @@ WRITTEN = (
 
 
 def vacuum_written() -> None:
-    """VACUUM what a rolled-back write left behind, so the next variant meets the store as the
-    first did (PostgreSQL runs here with autovacuum off; the dead rows would slow every later one)."""
+    """VACUUM what a rolled-back write left behind, so the next variant meets the store as the first did.
+
+    PostgreSQL runs here with autovacuum off; the dead rows would slow every later variant.
+    """
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM {', '.join(WRITTEN)}")
 
 
 def _timed_ingest(batches: Sequence[Batch], remove: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of the batches through the service with `remove` applied, all rolled
-    back and vacuumed away."""
+    """Wall and CPU seconds of the batches through the service with `remove` applied.
+
+    Everything is rolled back and vacuumed away afterwards.
+    """
     with transaction.atomic():
         with connection.cursor() as cursor:
             for statement in remove:
@@ -211,11 +222,13 @@ def _timed_ingest(batches: Sequence[Batch], remove: list[str]) -> tuple[float, f
 
 
 def ingest_costs(batches: Sequence[Batch], *, rounds: int, progress: Callable[[str], None]) -> list[Cost]:
-    """The service's ingest with every structure, then with each of PARTS removed, then with all
-    of them removed, in turn over `rounds` rounds (a busy minute of the machine hits them alike;
-    each round starts one variant later). Each variant runs in a transaction rolled back
-    afterwards; the deferred checks fire after each batch, as at commit (the commit's own WAL
-    flush is left out of every variant alike)."""
+    """The service's ingest with every structure, without each of PARTS, and without all of them.
+
+    In turn over `rounds` rounds, so a busy minute of the machine hits them alike; each round starts
+    one variant later. Each variant runs in a transaction rolled back afterwards; the deferred
+    checks fire after each batch, as at commit (the commit's own WAL flush is left out of every
+    variant alike).
+    """
     if connection.vendor != "postgresql":
         raise RuntimeError("bench_ingest measures PostgreSQL's structures; set DATABASE_URL")
     variants: list[tuple[str, str, Callable[[], list[str]]]] = [

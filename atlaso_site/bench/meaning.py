@@ -1,5 +1,7 @@
-"""Recall by meaning's benchmarks: vectors for the seeded store, words vs hybrid recall, the job's
-throughput, and retrieval quality on LoCoMo (docs/BENCHMARKS.md, "Recall by meaning").
+"""Recall by meaning's benchmarks: seeded vectors, words against hybrid, throughput, LoCoMo.
+
+Vectors for the seeded store, words against hybrid recall, the embedding job's throughput, and
+retrieval quality on LoCoMo (docs/BENCHMARKS.md, "Recall by meaning").
 
 The seeded store's sentences are random words from the seed's vocabulary, and embedding a million
 of them with the local model takes this machine about ten hours (25–30 short texts a second on
@@ -196,8 +198,10 @@ def load_locomo(path: Path) -> list[Conversation]:
 
 
 def store_conversation(conversation: Conversation) -> dict[str, str]:
-    """Every turn as an open deposit of the conversation's owner (one bag per session), through
-    the bulk service as an agent's writes; deposit id → dia_id."""
+    """Store every turn as an open deposit of the conversation's owner; deposit id → dia_id.
+
+    One bag per session, written through the bulk service as an agent's writes are.
+    """
     from deposits.domain.validation import validate_bulk
     from deposits.services.deposits import deposit_add_many
 

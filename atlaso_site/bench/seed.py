@@ -1,8 +1,8 @@
 """A realistic synthetic store for the benchmark: power-law owners, bags of 1..50, ~5% in conflict.
 
 Rows are generated owner by owner and each owner's deposits are written oldest first, which is
-the layout `CLUSTER deposits_deposit USING deposit_user_created` gives the table (see
-docs/BENCHMARKS.md), and loaded with COPY.
+the layout `CLUSTER deposits_deposit USING deposit_user_created` gives the table (README,
+"Scaling out"), and loaded with COPY.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`bench --sqlite FILE`: recall on the largest owner of a shared SQLite file, against a file
-holding that owner alone (the reference SDK's design: one embedded file per owner).
+"""`bench --sqlite FILE`: recall on a shared SQLite file's largest owner against its own file.
+
+The file holding that owner alone is the reference SDK's design: one embedded file per owner.
 
 The owner's file is built from the shared one (its bags, deposits, corrections and conflict
 episodes, the full-text index filled by the same triggers), then `bench --only recall` runs on

@@ -1,5 +1,7 @@
-"""Removing the benchmark's owners from a store: every table that holds their rows, in an order
-the foreign keys allow."""
+"""Removing the benchmark's owners from a store, table by table in an order the keys allow.
+
+Every table that holds their rows is emptied of them, in an order the foreign keys allow.
+"""
 
 from __future__ import annotations
 

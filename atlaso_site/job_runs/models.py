@@ -23,8 +23,10 @@ def beat_lost_after() -> timedelta:
 
 
 def heartbeat_every() -> float:
-    """Seconds between a running run's heartbeats: JOB_HEARTBEAT_SECONDS, and at least three
-    beats within `beat_lost_after()`, so that one late beat never makes a live run lost."""
+    """Seconds between a running run's heartbeats, so that one late beat never makes it lost.
+
+    JOB_HEARTBEAT_SECONDS, and at least three beats within `beat_lost_after()`.
+    """
     return min(settings.JOB_HEARTBEAT_SECONDS, settings.JOB_HEARTBEAT_LOST_AFTER_SECONDS / 3)
 
 
@@ -66,10 +68,11 @@ def reported_status(
     now: datetime,
     alive_at: datetime | None = None,
 ) -> str:
-    """The status a run is reported with: a running run whose worker's heartbeat (`alive_at`)
-    is `beat_lost_after()` old, or, with no heartbeat on record, whose progress has not moved
-    for `lost_after()`, is `lost` (its worker died); a queued run no worker took in
-    `stalled_after()` is `stalled`.
+    """The status a run is reported with: its own, or `lost` or `stalled` when it stopped moving.
+
+    A running run whose worker's heartbeat (`alive_at`) is `beat_lost_after()` old, or, with no
+    heartbeat on record, whose progress has not moved for `lost_after()`, is `lost` (its worker
+    died); a queued run no worker took in `stalled_after()` is `stalled`.
 
     A queued run waits from when it was recorded, or from when the sweep queued it again after
     it was lost (its `heartbeat_at`). `JobRunQuerySet.reported` is the same rule as a filter
@@ -87,8 +90,10 @@ def reported_status(
 
 
 def lost_rule(now: datetime) -> Q:
-    """`reported_status`'s rule for a running run that is lost, over the alias `last_sign`
-    (Coalesce of heartbeat_at, started_at, queued_at)."""
+    """`reported_status`'s rule for a lost running run, as a filter.
+
+    Over the alias `last_sign` (Coalesce of heartbeat_at, started_at, queued_at).
+    """
     return Q(alive_at__lt=now - beat_lost_after()) | Q(
         alive_at__isnull=True, last_sign__lt=now - lost_after()
     )
@@ -179,10 +184,12 @@ class ProcessRole(models.TextChoices):
 
 
 class ProcessBeat(models.Model):
-    """The last sign of life of one Celery worker or beat (one row each, by its node name):
-    what `/readyz` reads for its `worker` and `beat` checks. Written every few seconds by the
-    process itself (`atlaso_site.observability.tasks`); a beat's row holds its scheduler's last
-    tick, so a beat whose loop hung goes stale though its process lives."""
+    """The last sign of life of one Celery worker or beat, which `/readyz` reads.
+
+    One row each, by its node name, for the `worker` and `beat` checks. Written every few seconds by
+    the process itself (`atlaso_site.observability.tasks`); a beat's row holds its scheduler's last
+    tick, so a beat whose loop hung goes stale though its process lives.
+    """
 
     role = models.CharField(max_length=16, choices=ProcessRole.choices)
     node = models.CharField(max_length=255)

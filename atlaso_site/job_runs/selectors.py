@@ -1,5 +1,8 @@
-"""Reads of job runs: a filtered page, newest first, and one run; what the metrics and the
-readiness check read (each job's last success, the runs not finished, the processes' beats)."""
+"""Reads of job runs: a filtered page, one run, and what the metrics and readiness check read.
+
+Pages come newest first; the metrics and `/readyz` read each job's last success, the runs not
+finished and the processes' beats.
+"""
 
 from __future__ import annotations
 
@@ -55,8 +58,10 @@ def job_last_successes() -> dict[str, datetime]:
 
 
 def job_runs_unfinished(*, now: datetime) -> dict[tuple[str, str], int]:
-    """How many runs are not finished, by (job name, reported status: queued, running, lost,
-    stalled): one query over the unfinished runs only."""
+    """How many runs are not finished, by job name and reported status.
+
+    The statuses are queued, running, lost and stalled; one query over the unfinished runs only.
+    """
     counts: dict[tuple[str, str], int] = {}
     unfinished = JobRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING)).only(
         "name", "status", "queued_at", "heartbeat_at", "started_at", "alive_at"

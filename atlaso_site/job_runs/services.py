@@ -146,9 +146,9 @@ def job_claim(run_id: str | UUID) -> JobRecorder | None:
 def job_claim_or_watch(
     run_id: str | UUID, *, sleep: Callable[[float], None] = time.sleep
 ) -> JobRecorder | None:
-    """Take a run, or, when it is running with a heartbeat elsewhere, watch that heartbeat:
-    taken once it is lost (`beat_lost_after()` without a beat), None as soon as it beats again
-    or ends.
+    """Take a run, or watch its heartbeat while it runs elsewhere and take it once that is lost.
+
+    Taken once `beat_lost_after()` passes without a beat; None as soon as it beats again or ends.
 
     The delivery of a worker whose pool process was killed: the worker's main process hands its
     message out again at once, while the dead process's last beat is still fresh. Watching
@@ -211,8 +211,9 @@ def job_sweep(*, now: datetime | None = None) -> list[str]:
 
 
 class Heartbeat:
-    """A thread that writes a running run's `alive_at` every `heartbeat_every()` seconds until
-    stopped, whatever the job's progress, on a database connection of its own.
+    """A thread that writes a running run's `alive_at` every `heartbeat_every()` seconds until stopped.
+
+    It beats whatever the job's progress, on a database connection of its own.
 
     It beats while this attempt holds the run, so a worker that dies stops it, and a run the
     sweep gave to another worker is not kept alive by a first attempt that was only slow.
@@ -282,8 +283,10 @@ class JobRecorder:
         return self._finish(Status.SKIPPED, counts={"reason": reason})
 
     def run_with(self, work: Callable[[Progress], Mapping[str, Any]]) -> JobRun:
-        """Call `work(progress)`, the run's heartbeat beating meanwhile, and record how it ended:
-        its counts, its skip, or its error."""
+        """Call `work(progress)` with the run's heartbeat beating, and record how it ended.
+
+        The record is its counts, its skip, or its error.
+        """
         heartbeat = Heartbeat(self.run) if self.run.alive_at is not None else None
         try:
             if heartbeat is not None:
@@ -352,8 +355,10 @@ class JobRecorder:
 
 
 def process_beat(*, role: str, node: str, at: datetime) -> None:
-    """Record that the worker or beat `node` was alive at `at` (one statement: insert or update),
-    and forget its role's rows that have been silent for a day."""
+    """Record that the worker or beat `node` was alive at `at`, in one insert-or-update.
+
+    Its role's rows that have been silent for a day are forgotten.
+    """
     ProcessBeat.objects.bulk_create(
         [ProcessBeat(role=role, node=node, beat_at=at)],
         update_conflicts=True,
@@ -368,8 +373,11 @@ FORGOTTEN = "[forgotten owner]"
 
 
 def _without_owner(value: Any, user_id: str) -> Any:
-    """`value` (a run's params or counts) with every mention of the owner gone: an entry of a
-    list that names it (a verify run's [user_id, key]) is dropped, a text that holds it reworded."""
+    """`value` (a run's params or counts) with every mention of the owner gone.
+
+    An entry of a list that names it (a verify run's [user_id, key]) is dropped, a text that holds
+    it reworded.
+    """
     if isinstance(value, str):
         return value.replace(user_id, FORGOTTEN)
     if isinstance(value, list):
@@ -388,9 +396,11 @@ def _names(value: Any, user_id: str) -> bool:
 
 
 def job_runs_forget_owner(user_id: str) -> int:
-    """Remove the owner from every run that names it (its params, its counts, its error),
-    inside the caller's transaction; returns the runs changed. The runs stay: they are the
-    deployment's record, the owner is not theirs to keep."""
+    """Remove the owner from every run that names it; returns the runs changed.
+
+    Its params, its counts and its error, inside the caller's transaction. The runs stay: they are
+    the deployment's record, and the owner is not theirs to keep.
+    """
     runs = JobRun.objects.annotate(
         params_text=Cast("params", TextField()), counts_text=Cast("counts", TextField())
     )

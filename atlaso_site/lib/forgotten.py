@@ -33,8 +33,10 @@ def forgotten_key(key: str, secret: str) -> str:
 
 
 def erased(key: str) -> AtlasoError:
-    """A key whose write was erased or whose owner was forgotten: nothing is written under it
-    again within its 24 hours."""
+    """The refusal of a key whose write was erased or whose owner was forgotten.
+
+    Nothing is written under it again within its 24 hours.
+    """
     return AtlasoError(
         ERASED,
         "what this idempotency_key wrote was erased; nothing is written again under this key "

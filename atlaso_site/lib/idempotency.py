@@ -1,6 +1,9 @@
-"""Idempotency keys as every write that takes one reads them (a deposit, a bulk item, a belief
-observation): how long a key is remembered, how long it may be, which one was sent, and the
-fingerprint that tells a replay from a conflict (domain.md, Idempotency)."""
+"""Idempotency keys as every write that takes one reads them.
+
+A deposit, a bulk item, a belief observation: how long a key is remembered, how long it may be,
+which one was sent, and the fingerprint that tells a replay from a conflict (domain.md,
+Idempotency).
+"""
 
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def members_over(body: bytes, most: int) -> int | None:
-    """How many values `body`'s arrays and objects hold in all (its commas outside strings,
-    plus one), when that is more than `most`; None when it is not.
+    """How many values `body`'s arrays and objects hold in all, when more than `most`; else None.
+
+    The count is its commas outside strings, plus one.
 
     Commas inside strings only make the first count larger, so most bodies need no more than
     it; only one with more commas than `most` has its strings taken out and is counted again.

@@ -23,18 +23,6 @@ class Page[T]:
     def has_next(self) -> bool:
         return self.offset + len(self.items) < self.total
 
-    @property
-    def has_previous(self) -> bool:
-        return self.offset > 0
-
-    @property
-    def next_offset(self) -> int:
-        return self.offset + self.limit
-
-    @property
-    def previous_offset(self) -> int:
-        return max(0, self.offset - self.limit)
-
 
 def page_of[T](
     rows: Any,

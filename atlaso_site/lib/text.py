@@ -70,9 +70,11 @@ INVISIBLE_RANGES = _invisible_ranges()
 
 
 def char_class(ranges: Iterable[tuple[int, int]]) -> str:
-    """Runs of code points as the inside of a regex character class, read alike by Python and by
-    ECMA-262 with the u flag (as JSON Schema reads patterns): `\\uXXXX` escapes in the BMP, the
-    characters themselves beyond it (neither dialect spells an escape for those the other reads)."""
+    """Runs of code points as the inside of a regex character class, read alike by Python and ECMA-262.
+
+    ECMA-262 with the u flag, as JSON Schema reads patterns: `\\uXXXX` escapes in the BMP, the
+    characters themselves beyond it (neither dialect spells an escape for those the other reads).
+    """
 
     def one(code: int) -> str:
         return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
@@ -118,8 +120,9 @@ def unstorable(text: str) -> str | None:
 
 
 def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple[str, str] | None:
-    """The dotted path (`scope.env`, `tags.1`) and problem of the first unstorable string in a
-    decoded JSON value, object keys included; None when every string can be stored.
+    """The dotted path and problem of the first unstorable string in a decoded JSON value.
+
+    A path as `scope.env` or `tags.1`, object keys included; None when every string can be stored.
 
     `skip` names top-level keys left to a later, finer check. Iterative: a deeply nested body
     must not exhaust the stack.
@@ -149,8 +152,10 @@ def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple
 
 
 def _any_unstorable(value: Any, skip: frozenset[str]) -> bool:
-    """Whether any string in `value` (object keys included, `skip`'s top-level keys left out) is
-    unstorable: first_unstorable's question without the paths, one pattern search per string."""
+    """Whether any string in `value` is unstorable: first_unstorable's question without the paths.
+
+    Object keys included and `skip`'s top-level keys left out; one pattern search per string.
+    """
     strings: list[str] = []
     stack: list[Any] = [value]
     top = True

@@ -10,10 +10,6 @@ def isoformat(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def isoformat_or_none(moment: datetime | None) -> str | None:
-    return None if moment is None else isoformat(moment)
-
-
 def age(moment: datetime, now: datetime) -> str:
     """How long ago, in the largest whole unit: "just now", "5 min", "3 h", "12 d"."""
     seconds = max(0.0, (now - moment).total_seconds())

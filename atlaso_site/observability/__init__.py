@@ -1,5 +1,6 @@
-"""Watching Atlaso run: request ids, logs, metrics, readiness and traces (operations.md,
-"Watching it run").
+"""Watching Atlaso run: request ids, logs, metrics, readiness and traces.
+
+As operations.md, "Watching it run", asks.
 
 - `context`: the request id of the work in hand (a request, or the job it started);
 - `logs`: the log lines' request id and the two formats (text, and JSON for a pipeline);

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar, Token
 
 HEADER = "X-Request-ID"
@@ -53,13 +51,3 @@ def enter_request_id(request_id: str | None) -> Token[str | None]:
 
 def leave_request_id(token: Token[str | None]) -> None:
     _current.reset(token)
-
-
-@contextmanager
-def request_id_set(request_id: str | None) -> Iterator[None]:
-    """Work under `request_id` until the block ends."""
-    token = _current.set(request_id)
-    try:
-        yield
-    finally:
-        _current.reset(token)

@@ -1,5 +1,7 @@
-"""`python -m atlaso_site.observability.exporter --host 0.0.0.0 --port 9808`: the figures of a
-machine that runs Celery workers and no web process, for Prometheus to scrape.
+"""The metrics exporter of a machine that runs Celery workers and no web process.
+
+`python -m atlaso_site.observability.exporter --host 0.0.0.0 --port 9808` serves that machine's
+figures for Prometheus to scrape.
 
 On a machine with a web process, `/metrics` already sums every process that shares its
 `PROMETHEUS_MULTIPROC_DIR` (`atlaso_site.serve` gives the web workers and the Celery worker the

@@ -90,8 +90,11 @@ def exposition() -> bytes:
 
 
 class StoreCollector(Collector):
-    """What the deployment is now, read at each scrape: `/readyz`'s checks (so Prometheus alone
-    can alert on readiness), then, when the database answered, what it holds."""
+    """What the deployment is, read at each scrape: `/readyz`'s checks, then what the store holds.
+
+    The readiness checks come first so that Prometheus alone can alert on them; what the database
+    holds follows when it answered.
+    """
 
     def collect(self) -> Iterator[Metric]:
         checks = readiness()

@@ -1,6 +1,8 @@
-"""gunicorn's configuration module (`-c python:atlaso_site.observability.gunicorn_conf`, given by
-`atlaso_site.serve.commands`): the metrics folder its workers share, the live figures of a
-worker that died, and its own log lines in JSON when `LOG_FORMAT=json`.
+"""gunicorn's configuration module: the workers' metrics folder, dead workers' figures, JSON logs.
+
+Given as `-c python:atlaso_site.observability.gunicorn_conf` by `atlaso_site.serve.commands`: the
+metrics folder its workers share, the live figures of a worker that died, and its own log lines in
+JSON when `LOG_FORMAT=json`.
 
 Read by gunicorn's master, which loads no Django (it would, before gevent patches the
 workers): nothing here imports Django.
@@ -22,8 +24,11 @@ _made_here: list[str] = []
 
 
 def on_starting(server: Any) -> None:
-    """Give the workers a metrics folder to share: the one named (atlaso_site.serve names one,
-    shared with the Celery worker), else a new one of this server's own, removed at its exit."""
+    """Give the workers a metrics folder to share, named or made for this server alone.
+
+    The one named (atlaso_site.serve names one, shared with the Celery worker), else a new one of
+    this server's own, removed at its exit.
+    """
     folder = os.environ.get(MULTIPROC_VARIABLE)
     if folder:
         os.makedirs(folder, exist_ok=True)

@@ -1,5 +1,6 @@
-"""`/healthz` (the process answers) and `/readyz` (it can do its work), cheap enough to poll
-every second.
+"""`/healthz` (the process answers) and `/readyz` (it can do its work), cheap enough to poll.
+
+Either may be polled every second.
 
 `/readyz` answers one entry per check, each with its `state` (`ok` or `failing`) and `time`,
 and 503 when any fails:
@@ -70,8 +71,10 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 
 def readiness(*, now: Callable[[], datetime] = timezone.now) -> dict[str, Check]:
-    """The five checks; when the database cannot be reached the three that read it say so
-    without trying again (one wait for the database, not three)."""
+    """The five checks, waiting for the database once rather than three times.
+
+    When the database cannot be reached, the three checks that read it say so without trying again.
+    """
     database = _timed(_database_answers, now)
     checks = {"database": database}
     if database.state == OK:

@@ -1,5 +1,8 @@
-"""Failed logins, counted: Django's `user_login_failed`, sent for the dashboard's and the
-admin's login forms (django-axes sends it too for an attempt it refuses while locked out)."""
+"""Failed logins, counted from Django's `user_login_failed`.
+
+Sent for the dashboard's and the admin's login forms; django-axes sends it too for an attempt it
+refuses while locked out.
+"""
 
 from __future__ import annotations
 

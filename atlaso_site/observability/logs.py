@@ -32,9 +32,12 @@ NOT_FIELDS = (*RESERVED_ATTRS, "request", "status_code")
 
 
 class RequestContext(logging.Filter):
-    """Gives every record the request id of the work it was logged in (None outside any), and
-    a record Django logs about a request (its refusals, its 4xx and 5xx) that request's fields:
-    method, path, route, status, duration, key and login (`Observed.fields`, duck-typed here)."""
+    """Gives every record its request id, and a record about a request that request's fields.
+
+    The request id of the work it was logged in (None outside any). A record Django logs about a
+    request (its refusals, its 4xx and 5xx) gets method, path, route, status, duration, key and
+    login (`Observed.fields`, duck-typed here).
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "request_id", None) is None:

@@ -1,5 +1,6 @@
-"""The first middleware: every request's id, count, time and log line, and the three
-operator endpoints answered before anything else runs.
+"""The first middleware: every request's id, count, time and log line, and the operator endpoints.
+
+The three operator endpoints are answered before anything else runs.
 
 One line a request. A request answered below 400 gets the access line (`atlaso.access`); one
 answered 400 or more already gets Django's own line (`django.request`: the refusal with its
@@ -90,9 +91,12 @@ class Observed:
 
 
 class ObservedRequests:
-    """Gives each request its id (kept from a sane `X-Request-ID`, else made) for its log lines,
-    its error envelope and the jobs it starts; answers the operator endpoints; counts and times
-    the request by route template, method and status; logs its line."""
+    """Gives each request its id, counts, times and logs it, and answers the operator endpoints.
+
+    The id is kept from a sane `X-Request-ID`, else made, and goes into the request's log lines, its
+    error envelope and the jobs it starts. Requests are counted and timed by route template, method
+    and status.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -164,8 +168,11 @@ def _log(level: int, observed: Observed, status: int) -> None:
 
 
 def _login(request: HttpRequest) -> str | None:
-    """The signed-in dashboard user's name, if the request looked it up: never a query of its own
-    (an API request, which reads no session, must not read one for its log line)."""
+    """The signed-in dashboard user's name, if the request already looked it up.
+
+    Never a query of its own: an API request, which reads no session, must not read one for its log
+    line.
+    """
     user = request.__dict__.get("user")
     if user is None:
         return None

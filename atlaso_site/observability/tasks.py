@@ -1,6 +1,8 @@
-"""Celery's side: the request id carried from a request to the task it sends, the worker's
-and beat's heartbeats (read by `/readyz`), one logging set-up for every process, and the
-metrics files of a pool process that ends.
+"""Celery's side of watching: request ids, heartbeats, logging and a pool process's metrics.
+
+The request id carried from a request to the task it sends, the worker's and beat's heartbeats (read
+by `/readyz`), one logging set-up for every process, and the metrics files of a pool process that
+ends.
 
 Connected by `atlaso_site.celery`, so every process that loads the Celery app has them. That
 module is imported before Django is set up (`celery -A atlaso_site`), so the models are
@@ -51,8 +53,10 @@ _entered: dict[str, Token[str | None]] = {}
 
 @setup_logging.connect
 def configure_logging(**kwargs: Any) -> None:
-    """The worker and beat log as the web process does (settings.LOGGING: LOG_FORMAT, the
-    request id), instead of Celery's own set-up."""
+    """The worker and beat log as the web process does, instead of with Celery's own set-up.
+
+    settings.LOGGING: LOG_FORMAT, and the request id.
+    """
     logging.config.dictConfig(settings.LOGGING)
 
 
@@ -90,8 +94,9 @@ def forget_live_figures(**kwargs: Any) -> None:
 
 
 class Heartbeat:
-    """A thread that records, every PROCESS_HEARTBEAT_SECONDS, that a worker or beat lives:
-    the time `alive_at()` gives (now, for a worker; the last tick, for beat).
+    """A thread that records every PROCESS_HEARTBEAT_SECONDS that a worker or beat lives.
+
+    It records the time `alive_at()` gives: now, for a worker; the last tick, for beat.
 
     On a connection opened and closed for each beat: the worker's main process forks its pool,
     which must inherit no open connection. A beat the database refuses is logged; the next

@@ -31,8 +31,10 @@ def wanted(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
 
 
 def start() -> None:
-    """Send this process's spans to the OTLP endpoint and instrument Django, psycopg, Celery
-    and httpx. Call once, before Django loads its middleware."""
+    """Send this process's spans to the OTLP endpoint and instrument Django, psycopg, Celery and httpx.
+
+    Call once, before Django loads its middleware.
+    """
     for name in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
         protocol = os.environ.get(name)
         if protocol and protocol != PROTOCOL:

@@ -1,5 +1,6 @@
-"""Back up a live Atlaso database with pg_dump, restore it into a new database, and prove the
-copy equal: `python -m atlaso_site.ops.backup --source URL --restore-into NAME [--dump FILE]`.
+"""Back up a live Atlaso database with pg_dump, restore it into a new one, and prove the copy equal.
+
+`python -m atlaso_site.ops.backup --source URL --restore-into NAME [--dump FILE]`.
 
 The store keeps taking writes while this runs. The dump reads one snapshot of it (pg_dump's
 `--snapshot`, exported by a transaction this script holds open), and every table's
@@ -70,8 +71,7 @@ def with_database(url: str, name: str) -> str:
 
 
 def dump(source: str, path: Path, *, pg_bin: str | None) -> tuple[dict[str, Fingerprint], float]:
-    """Dump one snapshot of `source` to `path`; the tables' fingerprints in that snapshot and
-    the seconds the dump took."""
+    """Dump one snapshot of `source` to `path`; its tables' fingerprints and the seconds it took."""
     with psycopg.connect(source) as snapshot_holder:
         snapshot_holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         snapshot = snapshot_holder.execute("SELECT pg_export_snapshot()").fetchone()[0]
@@ -88,8 +88,10 @@ def dump(source: str, path: Path, *, pg_bin: str | None) -> tuple[dict[str, Fing
 
 
 def restore(path: Path, target: str, *, pg_bin: str | None) -> float:
-    """Create the database `target` names (it must not exist) and restore the dump into it, in
-    one transaction; the seconds it took."""
+    """Restore the dump into a new database `target`, in one transaction; the seconds it took.
+
+    `target` must not exist: it is created here.
+    """
     name = urlsplit(target).path.lstrip("/")
     with psycopg.connect(with_database(target, "postgres"), autocommit=True) as server:
         server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

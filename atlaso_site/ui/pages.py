@@ -1,5 +1,7 @@
-"""What every dashboard page does the same way: read its page number, page its list, guard its
-owner id, say "not found", "bad request" or "unavailable", show a flash message.
+"""What every dashboard page does the same way, from paging its list to showing a flash message.
+
+Read its page number, page its list, guard its owner id, say "not found", "bad request" or
+"unavailable", show a flash message.
 
 A view reads `page_number(request.GET, size=…)`, asks its selector for `offset_of(number, size)`,
 and hands the `Page` it gets to `Pager.of(request, page, …)`; its template includes
@@ -90,8 +92,10 @@ class Pager:
         query: QueryDict | None = None,
         bare_first: bool = False,
     ) -> Pager:
-        """The pager of `page`; its links keep `query` (default: the request's own query; a
-        view answering a POST passes the list's filters, which came in the form).
+        """The pager of `page`, its links keeping `query`.
+
+        `query` is the request's own query by default; a view answering a POST passes the list's
+        filters, which came in the form.
 
         `bare_first`: the link to page 1 carries no page number (the list's own address).
         """
@@ -151,8 +155,11 @@ def not_found(request: HttpRequest, message: str, *, back: str = "", back_label:
 
 
 def owner_view(view: View) -> View:
-    """An owner's page, `view(request, user_id, …)`: an id that breaks the rule is a 404 saying
-    the rule; an `AtlasoError(NOT_FOUND)` raised below is a 404 with its message."""
+    """An owner's page, `view(request, user_id, …)`, answering a bad or unknown owner with a 404.
+
+    An id that breaks the rule is a 404 saying the rule; an `AtlasoError(NOT_FOUND)` raised below is
+    a 404 with its message.
+    """
 
     @wraps(view)
     def guarded(request: HttpRequest, user_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -194,8 +201,10 @@ def unavailable() -> HttpResponse:
 
 
 def flash(request: HttpRequest, message: str) -> None:
-    """Say what an action did: shown once, by `ui/flash.html`, on the page that answers it
-    (the redirect's target, or the fragment an htmx request swaps in)."""
+    """Say what an action did, once, on the page that answers it.
+
+    Shown by `ui/flash.html` on the redirect's target, or in the fragment an htmx request swaps in.
+    """
     messages.success(request, message)
 
 

@@ -136,9 +136,11 @@ _SPECS: dict[int, Any] = {}
 
 @register.simple_tag(takes_context=True)
 def openapi_spec(context: template.Context) -> Any:
-    """The OpenAPI document of the page's `api`, built once per process: the docs page embeds it
-    (`{% openapi_spec as spec %}{{ spec|json_script:"openapi-spec" }}`), so Swagger UI draws the
-    operations without fetching /api/v1/openapi.json again. The same document that path serves."""
+    """The OpenAPI document of the page's `api`, built once per process for the docs page to embed.
+
+    `{% openapi_spec as spec %}{{ spec|json_script:"openapi-spec" }}` lets Swagger UI draw the
+    operations without fetching /api/v1/openapi.json again: the same document that path serves.
+    """
     api = context["api"]
     if id(api) not in _SPECS:
         _SPECS[id(api)] = api.get_openapi_schema()
@@ -147,8 +149,10 @@ def openapi_spec(context: template.Context) -> Any:
 
 @register.filter
 def operations(spec: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """The document's operations by tag, in its order: [(tag, [(METHOD, path, summary)])]. The
-    docs page lists them at once (and without JavaScript) until Swagger UI takes their place."""
+    """The document's operations by tag, in its order: [(tag, [(METHOD, path, summary)])].
+
+    The docs page lists them at once, and without JavaScript, until Swagger UI takes their place.
+    """
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():

@@ -444,8 +444,11 @@ class Verdict:
         return next((m for v, m in self.distribution if normalize_value(v) == key), 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the verdict as stored beside a calibration outcome: the API's shape (VerdictOut,
-        pinned to these fields by tests/test_wire_shapes.py), every field in declaration order."""
+        """Return the verdict as stored beside a calibration outcome, in the API's shape.
+
+        VerdictOut's shape, pinned to these fields by tests/test_wire_shapes.py, every field in
+        declaration order.
+        """
         shape: dict[str, Any] = {"kind": "belief_verdict"}
         for name in _VERDICT_FIELDS:
             value = getattr(self, name)

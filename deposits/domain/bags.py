@@ -26,8 +26,10 @@ BAG_ID_PATTERN = re.compile(r"bag_[0-9a-f]{24}")
 
 
 def compared(value: str | int | None) -> str | int | None:
-    """A facet value as bags compare and group it: text in Unicode NFC, so "café" composed and
-    decomposed are one bag (a deposit keeps its scope as sent); a number as it is."""
+    """A facet value as bags compare and group it: text in Unicode NFC, a number as it is.
+
+    So "café" composed and decomposed are one bag; a deposit keeps its scope as sent.
+    """
     return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
 
 
@@ -40,8 +42,10 @@ def bag_scope(scope: Scope) -> Scope:
 
 
 def bag_id(user_id: str, scope: Scope) -> str:
-    """A stable id for (user_id, six facets): `note` is not part of the key, null equals null, and
-    text facets are compared in NFC."""
+    """A stable id for (user_id, six facets).
+
+    `note` is not part of the key, null equals null, and text facets are compared in NFC.
+    """
     facets = [compared(value) for value in scope.facets]
     key = json.dumps([user_id, *facets], separators=(",", ":"), ensure_ascii=False)
     return "bag_" + hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
@@ -67,8 +71,10 @@ def is_confident(directional_kinds: int, directional_count: int) -> bool:
 
 
 def was_corrected(kept_directional_kinds: int, kept_superseded: int) -> bool:
-    """Once split between sides (superseded claims included) and corrected at least once: what
-    the Resolution pillar counts (domain.md, FMI), whether or not the bag is still split.
+    """Whether the bag was once split between sides and corrected: what the Resolution pillar counts.
+
+    Superseded claims count towards the split, as domain.md's FMI says, whether or not the bag is
+    still split.
 
     `kept` counts non-retracted deposits, superseded ones included.
     """
@@ -76,8 +82,11 @@ def was_corrected(kept_directional_kinds: int, kept_superseded: int) -> bool:
 
 
 def is_resolved(kept_directional_kinds: int, kept_superseded: int, directional_kinds: int) -> bool:
-    """The bag's `resolved` flag: split once, corrected, and no longer in conflict. A bag corrected
-    once but still taking two sides is in conflict, not resolved: the two flags never show at once."""
+    """The bag's `resolved` flag: split once, corrected, and no longer in conflict.
+
+    A bag corrected once but still taking two sides is in conflict, not resolved: the two flags
+    never show at once.
+    """
     return was_corrected(kept_directional_kinds, kept_superseded) and not in_conflict(directional_kinds)
 
 

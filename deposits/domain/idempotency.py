@@ -1,5 +1,8 @@
-"""Idempotency keys: the client-side helper; the window and the payload fingerprint are the
-kernel's (atlaso_site.lib.idempotency), which the belief observations use too."""
+"""Idempotency keys: the client-side helper.
+
+The window and the payload fingerprint are the kernel's (atlaso_site.lib.idempotency), which the
+belief observations use too.
+"""
 
 from __future__ import annotations
 

@@ -74,8 +74,10 @@ def _plain(read: Read, first: bytes) -> Iterator[bytes]:
 
 
 def _gunzipped(read: Read, first: bytes) -> Iterator[bytes]:
-    """The body inflated, a bounded piece per step (a small body may inflate enormously); a gzip
-    file may hold several members one after another (`cat a.gz b.gz`)."""
+    """The body inflated, a bounded piece per step, since a small body may inflate enormously.
+
+    A gzip file may hold several members one after another (`cat a.gz b.gz`).
+    """
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     data = first
     while data or (data := read(READ_SIZE)):
@@ -99,8 +101,10 @@ def _gunzipped(read: Read, first: bytes) -> Iterator[bytes]:
 
 
 def body_chunks(read: Read, limit: int | None = None) -> Iterator[bytes]:
-    """The body's bytes, gunzipped when its first two bytes are gzip's, at most `limit` of them
-    (decompressed, when gzip): past it, BrokenInput."""
+    """The body's bytes, gunzipped when it starts as gzip does, at most `limit` of them.
+
+    Counted after decompression when gzip; past the limit, BrokenInput.
+    """
     first = read(READ_SIZE)
     chunks = _gunzipped(read, first) if first.startswith(GZIP_MAGIC) else _plain(read, first)
     return _counted(chunks, limit)
@@ -222,8 +226,11 @@ def optional_text(data: Mapping[str, Any], field: str, limit: int) -> str | None
 
 
 def observation_digest(data: Mapping[str, Any]) -> str:
-    """What tells one exported observation from every other: the fields that make it, with its
-    arrival sequence where it was exported (two equal claims at one instant stay two)."""
+    """What tells one exported observation from every other.
+
+    The fields that make it, with its arrival sequence where it was exported, so that two equal
+    claims at one instant stay two.
+    """
     fields = [
         data.get(name)
         for name in ("belief_key", "value", "observed_at", "channel", "content_confidence", "taint_tier",
@@ -262,9 +269,11 @@ def mem0_tags(metadata: Any) -> list[str]:
 
 
 def mem0_line(memory: Any, *, now: datetime) -> dict[str, Any]:
-    """One mem0 memory as a deposit line: an `open`, `anecdotal` claim of its latest text, its
-    metadata as tags, its id kept as the artifact ref `mem0:<id>` (and, hashed, as the deposit's
-    id, so importing it again is a duplicate), dated when that text was written."""
+    """One mem0 memory as a deposit line: an `open`, `anecdotal` claim of its latest text.
+
+    Its metadata become tags, its id is kept as the artifact ref `mem0:<id>` (and, hashed, as the
+    deposit's id, so importing it again is a duplicate), and it is dated when that text was written.
+    """
     if not isinstance(memory, Mapping):
         raise LineError("a mem0 memory must be an object {id, memory, metadata, created_at, …}")
     mem0_id = memory.get("id")

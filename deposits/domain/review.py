@@ -1,5 +1,8 @@
-"""The review desk's rules in plain Python: how a claim's remaining time is said, and what a
-resolution says holds when the reviewer does not say it in their own words."""
+"""The review desk's rules in plain Python: a claim's time left, and a resolution's default words.
+
+How a claim's remaining time is said, and what a resolution says holds when the reviewer does not
+say it in their own words.
+"""
 
 from __future__ import annotations
 

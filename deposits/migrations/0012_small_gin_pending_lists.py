@@ -6,7 +6,7 @@ every search reads the whole list. Recall reads up to three GIN indexes (the bag
 the deposits' and their repeated lexemes), so on a store taking writes a recall paid for up to
 12 MB of pending entries: at 1M deposits, after two 10,000-deposit ingests, recall's p50 went
 from 26.6 ms to 38.7 ms and its p99 from 61 ms to 105 ms. With 256 kB lists recall measures as
-on a vacuumed store, and ingest loses 5-10% (docs/BENCHMARKS.md). `fastupdate = off` kept
+on a vacuumed store, and ingest loses 5-10% (docs/benchmarks/archive/2026-11-30-issue-11-recall.md). `fastupdate = off` kept
 recall as fast but cost ingest 35%.
 """
 

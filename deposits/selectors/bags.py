@@ -86,8 +86,10 @@ class Bag:
 
     @property
     def has_directional(self) -> bool:
-        """Whether any live deposit takes a side: agreement and thin evidence are about those, so
-        a bag of open notes shows neither a 0% agreement nor a thin badge."""
+        """Whether any live deposit takes a side, which agreement and thin evidence are about.
+
+        So a bag of open notes shows neither a 0% agreement nor a thin badge.
+        """
         return self.stats.directional_count > 0
 
     @property
@@ -118,8 +120,10 @@ def bag_page(
     limit: int = 50,
     offset: int = 0,
 ) -> Page[Bag]:
-    """An owner's bags holding live deposits, most recently changed first; text facets are
-    compared as bags hold them (NFC)."""
+    """An owner's bags holding live deposits, most recently changed first.
+
+    Text facets are compared as bags hold them (NFC).
+    """
     bags = ScopeBag.objects.filter(user_id=user_id).holding_live()
     for facet, value in (facets or {}).items():
         if value is not None:

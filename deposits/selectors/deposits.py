@@ -173,8 +173,10 @@ class Edge:
 
     @property
     def taken_back(self) -> str:
-        """How the pages mark an edge that no longer supersedes: "undone" (a resolution undone),
-        "retracted" (its source retracted), or "" while it holds."""
+        """How the pages mark an edge that no longer supersedes: "undone", "retracted", or "" while it holds.
+
+        "undone" when its resolution was undone, "retracted" when its source was retracted.
+        """
         if self.superseding:
             return ""
         return "undone" if self.undone_by else "retracted"

@@ -1,5 +1,6 @@
-"""What recall shows of each hit it chose: the deposit's record, its bag's statistics, and its
-conflict peers (the live opposing deposits of its bag, newest first, at most 50).
+"""What recall shows of each hit it chose: the deposit, its bag's statistics, its conflict peers.
+
+The peers are the live opposing deposits of its bag, newest first, at most 50.
 
 On PostgreSQL one call of a function whose plan the connection keeps reads all of it, peers and
 the hits' belief states included; elsewhere the ORM reads the records, edges, bags and peers in

@@ -46,17 +46,22 @@ def claim_on(bag_id: str, *, now: datetime | None = None) -> Claim | None:
 
 
 def conflict_since(user_id: str, bag_id: str) -> datetime | None:
-    """Since when the bag's open conflict has waited (None if it is not in conflict): its
-    episode's start, or the wait it carries on after an undone resolution."""
+    """Since when the bag's open conflict has waited; None if it is not in conflict.
+
+    Its episode's start, or the wait it carries on after an undone resolution.
+    """
     episode = ConflictEpisode.objects.filter(user_id=user_id, bag_id=bag_id, ended_at__isnull=True).first()
     return None if episode is None else episode.waiting_from
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """The desk's progress line: open conflicts left in the filter (the one shown included), how
-    many the reviewer resolved today (not undone), and since when the oldest has waited (an
-    undone resolution's conflict counted from before it was resolved, as the desk shows it)."""
+    """The desk's progress line: conflicts left, resolved today, and since when the oldest waited.
+
+    Open conflicts left in the filter (the one shown included), how many the reviewer resolved today
+    (not undone), and since when the oldest has waited (an undone resolution's conflict counted from
+    before it was resolved, as the desk shows it).
+    """
 
     left: int
     resolved_today: int

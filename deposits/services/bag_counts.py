@@ -93,8 +93,10 @@ def search_text(content: str, note: str | None) -> str:
 def bags_add_deposits(
     *, user_id: str, bags: Mapping[str, NewDeposits], now: datetime | None = None
 ) -> set[str]:
-    """Count new live deposits into their bags, creating bag rows on first use; returns the
-    bags now in conflict (read from the rows the upsert wrote, which this write now locks).
+    """Count new live deposits into their bags, creating bag rows on first use.
+
+    Returns the bags now in conflict, read from the rows the upsert wrote, which this write now
+    locks.
 
     One atomic upsert for every bag, in id order: concurrent writers to one bag serialise on
     its row, and two batches touching the same bags cannot deadlock. On PostgreSQL the same
@@ -191,9 +193,11 @@ _FITTING_TEXT_BYTES = 600_000
 
 
 def terms_add_function_sql() -> str:
-    """A bag's lexemes with a write's added, or NULL once they would outgrow a tsvector (or had):
-    the counts' upsert marks such a bag in the same statement. As deposits/0017 creates it; a
-    test holds the two equal."""
+    """A bag's lexemes with a write's added, or NULL once they would outgrow a tsvector.
+
+    NULL too once they had: the counts' upsert marks such a bag in the same statement. As
+    deposits/0017 creates it; a test holds the two equal.
+    """
     return f"""CREATE OR REPLACE FUNCTION {TERMS_ADD_FUNCTION}(overflow boolean, old tsvector, new tsvector)
 RETURNS tsvector LANGUAGE plpgsql IMMUTABLE
 AS $function${_TERMS_ADD_BODY}$function$"""
@@ -261,8 +265,11 @@ _FORGET_ONE = bag_terms.forget_sql("t.bag_id = %s")
 
 
 def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str | None = None) -> None:
-    """Recompute the lexemes of bags' live deposits (PostgreSQL; SQLite searches deposits): each
-    bag's row and chunks hold them again, exactly (deposits.sql.bag_terms)."""
+    """Recompute the lexemes of bags' live deposits into each bag's row and chunks, exactly.
+
+    PostgreSQL only (SQLite searches deposits); the row and chunks are kept by
+    deposits.sql.bag_terms.
+    """
     if connection.vendor != "postgresql":
         return
     if bag_ids is not None:
@@ -290,8 +297,9 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
 
 
 def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None = None) -> int:
-    """Recount bags from their deposits after a supersession, retraction or erasure; returns how
-    many more live deposits they hold than before (for the owner's tally).
+    """Recount bags from their deposits after a supersession, retraction or erasure.
+
+    Returns how many more live deposits they hold than before, for the owner's tally.
 
     The rows are locked first (in id order, so two recounts cannot deadlock); the counting
     query then starts after any concurrent insert into the bag has committed.
@@ -345,8 +353,10 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None =
 
 
 def bags_forget_emptied(bag_ids: Iterable[str], *, user_id: str) -> list[str]:
-    """Delete the bags among `bag_ids` that no deposit is in any more (an erasure took the last),
-    with their conflict episodes, claims, skips and lexeme chunks; returns their ids.
+    """Delete the bags among `bag_ids` that no deposit is in any more; returns their ids.
+
+    An erasure took their last deposit; their conflict episodes, claims, skips and lexeme chunks go
+    with them.
 
     A bag row holds its deposits' scope values, and its id is their hash: once no deposit holds
     them, nothing may, so the bag reads as one never written (404). A later deposit of the same

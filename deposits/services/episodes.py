@@ -31,8 +31,9 @@ def episodes_sync(
     in_conflict: set[str] | None = None,
     taken_back: uuid.UUID | None = None,
 ) -> int:
-    """Open an episode for each bag now in conflict without one; close those no longer in conflict;
-    returns how many more are open (opened less closed), for the owner's tally.
+    """Open an episode for each bag in conflict without one, and close those no longer in conflict.
+
+    Returns how many more are open (opened less closed), for the owner's tally.
 
     `taken_back`: the deposit a retraction or erasure takes away. A bag whose last episode it
     had ended is back in the conflict it settled: the new episode, dated now, carries that wait

@@ -26,8 +26,10 @@ class StoreForgotten:
 
 
 def store_forget_begin(*, user_id: str, now: datetime) -> StoreForgotten:
-    """What the owner holds, its keys filed as tombstones and its tally taken out of the
-    deployment's counts; the rows themselves are the caller's to delete, after this."""
+    """Tombstone what the owner holds and take its tally out of the deployment's counts.
+
+    Its keys are filed as tombstones; the rows themselves are the caller's to delete, after this.
+    """
     tally = OwnerTally.objects.select_for_update().filter(user_id=user_id).first()
     if tally is not None:
         # The deployment's owner and conflict counts change as they would had every live

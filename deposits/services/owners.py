@@ -59,9 +59,12 @@ ON CONFLICT (id) DO UPDATE SET owners = {DEPLOYMENT}.owners + excluded.owners,
 
 
 def tally_write(tally: Tally) -> None:
-    """Apply a write's changes to its owner's row (creating it at the owner's first write), and
-    to the deployment's counts when the owner starts or stops holding live deposits or a
-    conflict opens or ends (the deployment's row is the last one the write locks)."""
+    """Apply a write's changes to its owner's tally row, and to the deployment's counts when they move.
+
+    The owner's row is created at its first write. The deployment's counts change when the owner
+    starts or stops holding live deposits or a conflict opens or ends; the deployment's row is the
+    last one the write locks.
+    """
     if tally.activity is None:
         return
     with connection.cursor() as cursor:
@@ -81,9 +84,11 @@ def tally_write(tally: Tally) -> None:
 
 
 def owner_tallies_rebuild(*, user_prefix: str = "") -> int:
-    """Count the tallies afresh from the bags and the open episodes (the migration that made
-    them, the bench loader that writes beside the services), and the deployment's counts;
-    returns the owners counted."""
+    """Count the tallies and the deployment's counts afresh; returns the owners counted.
+
+    From the bags and the open episodes, for what wrote beside the services: the migration that made
+    them, and the bench loader.
+    """
     mine = "substr(user_id, 1, %s) = %s"
     narrowing = [len(user_prefix), user_prefix]
     bags, episodes = ScopeBag._meta.db_table, ConflictEpisode._meta.db_table

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from atlaso_site.lib.errors import CONFLICT, AtlasoError, invalid, not_found
 from beliefs.models import HUMAN_REVIEW_CHANNEL
-from deposits.domain.review import claim_that_holds, held_message, minutes_left
+from deposits.domain.review import claim_that_holds, held_message
 from deposits.domain.types import DIRECTIONAL, EVIDENCE_GRADES, FACETS
 from deposits.domain.validation import (
     MAX_CONTENT,
@@ -342,7 +342,6 @@ __all__ = [
     "claims_release_others",
     "conflict_skip",
     "held_message",
-    "minutes_left",
     "resolution_undo",
     "skip_return",
     "taken_from",

@@ -30,8 +30,9 @@ def forgotten_keys(user_id: str, keys: Sequence[str], now: datetime) -> set[str]
 
 
 def keys_tombstone_owner(user_id: str, now: datetime) -> int:
-    """File every key the owner used within its window as a tombstone under digests, and remove
-    the owner's own entries (live ones and erasure tombstones alike); returns the keys filed.
+    """File every key the owner used within its window as a tombstone; returns the keys filed.
+
+    Under digests; the owner's own entries go, live ones and erasure tombstones alike.
 
     Runs inside the forgetting transaction, before the owner's deposits go.
     """

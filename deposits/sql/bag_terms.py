@@ -4,8 +4,8 @@ Recall's aggregate finds the matching bags by the lexemes of their live deposits
 (deposits.search.postgres), which each bag row kept whole in `live_terms`, under a GIN index. A
 write to a bag updates its row, and PostgreSQL indexes every lexeme of the new row version again:
 a single add to a bag of 5,000 deposits cost 30 ms and to one of 20,000 cost 98 ms, growing with
-the bag (docs/BENCHMARKS.md), and every owner who writes without a scope keeps all of its
-deposits in one bag.
+the bag (docs/benchmarks/archive/2026-12-04-issue-23-bag-lexemes-and-ingest.md), and every owner
+who writes without a scope keeps all of its deposits in one bag.
 
 So the row holds at most ROW_LEXEMES. A write that would take it past them moves them, less those
 the bag's chunks hold already (once it holds the row's lock), into `deposits_bagterms`: rows of
@@ -34,8 +34,10 @@ KEPT_IN_ROW = 128
 
 
 def function_sql(row_lexemes: int = ROW_LEXEMES, kept_in_row: int = KEPT_IN_ROW) -> str:
-    """The trigger function, as the migrations install it (a test holds the two equal; another
-    installs it with small bounds to reach them on small stores)."""
+    """The trigger function, as the migrations install it.
+
+    A test holds the two equal; another installs it with small bounds to reach them on small stores.
+    """
     return f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger
 LANGUAGE plpgsql
 AS $function$
@@ -83,8 +85,10 @@ def uninstall_sql() -> list[str]:
 
 
 def forget_sql(where: str) -> str:
-    """Delete the chunks of the bags `where` picks (a condition on `t`), before their lexemes are
-    written again whole or marked lost."""
+    """Delete the chunks of the bags `where` picks, before their lexemes are written again.
+
+    `where` is a condition on `t`; the lexemes are then written again whole, or marked lost.
+    """
     return f"DELETE FROM {TABLE} t WHERE {where}"
 
 

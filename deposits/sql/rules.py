@@ -1,5 +1,7 @@
-"""The bag rules of `deposits.domain.bags` spelled in SQL, for the raw queries of
-`deposits.search` and `deposits.services.bag_counts`. Built from the domain's constants; a property test pins each fragment to the rule.
+"""The bag rules of `deposits.domain.bags` spelled in SQL, for the raw queries.
+
+For the raw queries of `deposits.search` and `deposits.services.bag_counts`. Built from the domain's
+constants; a property test pins each fragment to the rule.
 
 Every fragment takes the table alias it applies to, so one spelling serves every query.
 """
@@ -41,8 +43,10 @@ def confident_stored_sql(bag: str = "bag") -> str:
 
 
 def dominant_sql(bag: str = "bag") -> str:
-    """The directional polarity with most live deposits, a tie to the newest deposit (a missing
-    newest last, then DIRECTIONAL's order, as Python's max keeps the first); NULL when none."""
+    """The directional polarity with most live deposits, a tie to the newest; NULL when none.
+
+    A missing newest sorts last, then DIRECTIONAL's order decides, as Python's max keeps the first.
+    """
     arms = " UNION ALL ".join(
         f"SELECT '{p}' AS polarity, {bag}.live_{p} AS n, {bag}.newest_{p}_at AS newest, {i} AS o"
         for i, p in enumerate(DIRECTIONAL)
@@ -58,8 +62,10 @@ def holds_live_sql(bag: str = "bag") -> str:
 
 
 def superseded_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
-    """The deposit is the old side of a superseding contradiction edge (its source, the
-    correction, is not soft-retracted: the edge's `superseding` flag, cleared by the retraction).
+    """The deposit is the old side of a superseding contradiction edge.
+
+    One whose source, the correction, is not soft-retracted: the edge's `superseding` flag, cleared
+    by the retraction.
 
     With `owner_param` the edges are narrowed to one owner first (one %s: the user_id), which
     lets PostgreSQL hash that owner's edges once instead of probing per row; edges only ever
@@ -79,8 +85,11 @@ def live_sql(deposit: str = "d", *, owner_param: bool = False) -> str:
 
 
 def in_bags_with_sql(facets: Iterable[str], deposit: str = "d") -> str:
-    """The deposit's bag has the given facets. Its parameters: the owner, then each facet's value as
-    bags compare it (`deposits.domain.bags.compared`): a bag holds its facets so, whatever form each
-    of its deposits was sent in, so this is how a scope filter compares a deposit's."""
+    """The deposit's bag has the given facets.
+
+    Its parameters: the owner, then each facet's value as bags compare it
+    (`deposits.domain.bags.compared`). A bag holds its facets so, whatever form each of its deposits
+    was sent in, so this is how a scope filter compares a deposit's.
+    """
     conditions = "".join(f" AND fb.{name} = %s" for name in facets)
     return f"{deposit}.bag_id IN (SELECT fb.id FROM deposits_scopebag fb WHERE fb.user_id = %s{conditions})"

@@ -18,8 +18,11 @@ def believe(user_id: str, key: str, value: str, *, via: Channel, **fields: objec
 
 
 def seed_alice() -> None:
-    """alice: coffee_ratio asserted by an agent (a web page's value inert beside it); diet:milk only
-    whispered by the web, so uncertain."""
+    """alice: coffee_ratio asserted by an agent, and diet:milk only whispered by the web.
+
+    A web page's value for coffee_ratio stays inert beside the agent's; diet:milk, said only by the
+    web, is uncertain.
+    """
     agent, web = channel("support-agent", "agent_own"), channel("web-reader", "web_fetch")
     believe("alice", "coffee_ratio", "4 oz per tbsp", via=agent)
     believe("alice", "coffee_ratio", XSS, via=web)

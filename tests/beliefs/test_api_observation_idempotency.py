@@ -1,6 +1,8 @@
-"""POST /users/{u}/beliefs/{key}/observations with an idempotency key (api.md): a retry within
-24 hours answers 200 with the original revision and moves nothing; another payload under the
-key is 409 idempotency_conflict."""
+"""Observations posted with an idempotency key (api.md): a retry replays, another payload conflicts.
+
+POST /users/{u}/beliefs/{key}/observations: a retry within 24 hours answers 200 with the original
+revision and moves nothing; another payload under the key is 409 idempotency_conflict.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""bench_ingest's measurement: each structure taken away inside a rolled-back transaction, the
-store and its schema left as they were."""
+"""bench_ingest's measurement leaves the store and its schema as they were.
+
+Each structure is taken away inside a rolled-back transaction.
+"""
 
 from __future__ import annotations
 

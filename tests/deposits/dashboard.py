@@ -96,8 +96,10 @@ def logged_in(role: str) -> Client:
 
 
 def resolution_written() -> tuple[str, list[str]]:
-    """The one resolution deposit written: its content (what recall returns), and the reasons
-    of its edges, one per deposit it superseded."""
+    """The one resolution deposit written: its content and the reasons of its edges.
+
+    Its content is what recall returns; its edges' reasons come one per deposit it superseded.
+    """
     written = Deposit.objects.get(channel="human_review")
     edges = Contradiction.objects.filter(new_deposit=written).order_by("old_deposit_id")
     return written.content, list(edges.values_list("reason", flat=True))

@@ -73,8 +73,11 @@ def assert_bags_match_a_recount() -> None:
 
 
 def assert_conflict_copies_match() -> None:
-    """PostgreSQL holds a copy of exactly the deposits whose bag is in conflict (by the recount),
-    each with its deposit's columns, retraction marker and text vector (deposits.sql.conflict_copies)."""
+    """PostgreSQL holds a copy of exactly the deposits whose bag is in conflict, by the recount.
+
+    Each with its deposit's columns, retraction marker and text vector
+    (deposits.sql.conflict_copies).
+    """
     if connection.vendor != "postgresql":
         assert not ConflictCopy.objects.exists()
         return

@@ -1,6 +1,8 @@
-"""Erasure takes everything of the erased deposit with it: a bag it emptied reads as one never
-written (its scope values gone from the API, the admin and every table), and the artifact refs a
-resolution deposit copied from it leave that deposit too."""
+"""Erasure takes everything of the erased deposit with it.
+
+A bag it emptied reads as one never written (its scope values gone from the API, the admin and every
+table), and the artifact refs a resolution deposit copied from it leave that deposit too.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""An erased deposit's idempotency key stays remembered as erased for the rest of its 24 hours
-(domain.md, Writing): a retry answers 410 `erased`, writes nothing, and the store keeps nothing
-of what was erased."""
+"""An erased deposit's idempotency key stays remembered as erased for the rest of its 24 hours.
+
+As domain.md, Writing, says: a retry answers 410 `erased`, writes nothing, and the store keeps
+nothing of what was erased.
+"""
 
 from __future__ import annotations
 

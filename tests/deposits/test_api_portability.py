@@ -1,5 +1,8 @@
-"""GET /users/{id}/export and POST /users/{id}/import (portability.md): the stream's shape, who
-may ask, and bad input answered clearly with nothing written that should not be."""
+"""Export and import of an owner (portability.md): the stream's shape, who may ask, bad input.
+
+GET /users/{id}/export and POST /users/{id}/import; bad input is answered clearly with nothing
+written that should not be.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Scope facet values are compared and grouped in Unicode NFC (api.md): "café" composed and
-decomposed are one bag, so their opposite claims are a conflict; a filter with either spelling
-finds both; each deposit keeps its scope as it was sent."""
+"""Scope facet values are compared and grouped in Unicode NFC (api.md).
+
+"café" composed and decomposed are one bag, so their opposite claims are a conflict; a filter with
+either spelling finds both; each deposit keeps its scope as it was sent.
+"""
 
 from __future__ import annotations
 

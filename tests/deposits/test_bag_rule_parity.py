@@ -1,6 +1,8 @@
-"""One definition of each bag rule: the Python rule, the ORM filters and every search backend's
-SQL give the same flags on random bags (every polarity mix, supersessions, retractions, and
-retractions of corrections, which revive what they corrected)."""
+"""One definition of each bag rule: Python, the ORM and every backend's SQL agree on random bags.
+
+The same flags on every polarity mix, supersessions, retractions, and retractions of corrections,
+which revive what they corrected.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""A bag row keeps at most ROW_LEXEMES lexemes; the rest lie in chunks, and recall finds the bag
-by either (deposits.sql.bag_terms). Written through the services; the property installs the
-trigger with small bounds (inside the test's transaction) to reach them on small stores."""
+"""A bag row keeps at most ROW_LEXEMES lexemes, the rest in chunks, and recall finds it by either.
+
+deposits.sql.bag_terms, written through the services; the property installs the trigger with small
+bounds (inside the test's transaction) to reach them on small stores.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +29,10 @@ SCOPE = {"model": "gpt-5", "dataset": "notes", "env": "prod"}
 
 
 def notes(prefix: str, start: int, stop: int, polarity: str = "positive") -> list[dict]:
-    """Deposits of 30 words each, `{prefix}{n}x` for n from start to stop: words no other deposit
-    holds, which English stems no further."""
+    """Deposits of 30 words each, `{prefix}{n}x` for n from start to stop.
+
+    Words no other deposit holds, which English stems no further.
+    """
     return [
         claim(polarity, "marker " + " ".join(f"{prefix}{n:05d}x" for n in range(first, first + 30)), SCOPE)
         for first in range(start, stop, 30)
@@ -116,9 +120,11 @@ def test_a_word_whose_only_holder_is_retracted_superseded_or_erased_no_longer_fi
 
 @pytest.mark.django_db(transaction=True)
 def test_a_write_past_the_bound_racing_a_recount_of_its_bag_keeps_every_word_it_brings(on_postgres):
-    """The write's bag row is spilled before its lock is taken (INSERT … ON CONFLICT runs BEFORE
-    INSERT triggers first), while the recount holding that lock is deleting the bag's chunks:
-    a word the chunks held must not be left out of what the write keeps."""
+    """A word the chunks held is kept by a write past the bound that races a recount of its bag.
+
+    The write's bag row is spilled before its lock is taken (INSERT … ON CONFLICT runs BEFORE INSERT
+    triggers first), while the recount holding that lock is deleting the bag's chunks.
+    """
     walrus, *_ = put_many([claim("positive", "walrus", SCOPE), *notes("w", 0, 1500)], user="race")
     recounting, resume = threading.Event(), threading.Event()
     errors: list[BaseException] = []

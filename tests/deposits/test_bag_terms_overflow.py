@@ -46,8 +46,11 @@ def test_a_bag_past_the_tsvector_limit_accepts_writes_and_its_conflict_still_sho
 
 
 def test_a_bag_past_the_limit_matches_only_through_its_live_deposits(on_postgres):
-    """The bag keeps no lexemes, so recall asks its deposits: a word only a retracted one held, or
-    one a correction superseded, no longer finds it."""
+    """A bag that keeps no lexemes is found through its live deposits alone.
+
+    Recall asks its deposits, so a word only a retracted one held, or one a correction superseded,
+    no longer finds it.
+    """
     from django.db import connection
 
     from deposits.services.deposits import deposit_retract

@@ -87,7 +87,7 @@ def test_present_conflicts_get_an_episode_dated_when_the_second_side_arrived():
     first = put("positive", "threshold 0.7 holds", at=now() - timedelta(days=3))
     second = put("negative", "threshold 0.7 fails", at=now() - timedelta(days=2))
     put("negative", "threshold 0.7 fails again", at=now() - timedelta(days=1))
-    ConflictEpisode.objects.all().delete()  # as before the migration
+    ConflictEpisode.objects.all().delete()  # the store the migration meets: conflicts, no episodes
     assert episodes_open_existing(connection) == 1
     episode = ConflictEpisode.objects.get()
     assert episode.started_at == Deposit.objects.get(pk=second).created_at

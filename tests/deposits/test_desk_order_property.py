@@ -1,8 +1,10 @@
-"""The desk's next conflict, found in three index walks, is the one its order names: the asker's
-live claim (the one taken last), then the oldest conflict nobody holds, then the asker's skips
-in the order skipped. Checked against that order spelled in Python over random desks: open and
-ended conflicts with tied start times, live and expired claims of the asker and others, skips
-of both, an owner filter."""
+"""The desk's next conflict, found in three index walks, is the one its order names.
+
+The asker's live claim (the one taken last), then the oldest conflict nobody holds, then the asker's
+skips in the order skipped. Checked against that order spelled in Python over random desks: open and
+ended conflicts with tied start times, live and expired claims of the asker and others, skips of
+both, an owner filter.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Recall's hit details come from a PostgreSQL function whose plan each connection keeps; its body
-is the one the rules spell today."""
+"""Recall's hit details come from a PostgreSQL function whose plan each connection keeps.
+
+Its body is the one the rules spell.
+"""
 
 from __future__ import annotations
 

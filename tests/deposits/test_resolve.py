@@ -164,8 +164,11 @@ def test_the_queue_lists_open_conflicts_oldest_first_with_a_preview(django_asser
 def test_an_agent_correcting_a_claim_while_a_reviewer_resolves_its_bag_never_deadlocks(
     on_postgres, monkeypatch
 ):
-    """The reviewer's resolution is paused right after it looked at the bag; meanwhile an agent
-    corrects one of the bag's claims. Both must end with an answer, not a deadlock (a 503)."""
+    """A resolution and an agent's correction in the same bag both end with an answer, not a deadlock.
+
+    The reviewer's resolution is paused right after it looked at the bag; meanwhile an agent
+    corrects one of the bag's claims. A deadlock would answer 503.
+    """
     from deposits.services import review as services
 
     bag_id, a, _, c = split_bag()

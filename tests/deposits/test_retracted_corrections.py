@@ -1,6 +1,9 @@
-"""domain.md, Live: a retracted correction no longer supersedes. Retracting it revives what it
-corrected (unless another live correction still supersedes it), and the bag counts, the flags
-recall shows, the conflict episodes and the API's audit fields follow in the same transaction."""
+"""domain.md, Live: a retracted correction no longer supersedes.
+
+Retracting it revives what it corrected (unless another live correction still supersedes it), and
+the bag counts, the flags recall shows, the conflict episodes and the API's audit fields follow in
+the same transaction.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""deposits/0027 regroups the bags written before scope values were compared in NFC: two
-spellings of one scope become one bag, recounted, its conflict flagged, and every deposit kept
-with everything it holds."""
+"""deposits/0027 regroups the bags of a store written before scope values were compared in NFC.
+
+Two spellings of one scope become one bag, recounted, its conflict flagged, and every deposit kept
+with everything it holds.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def spelled_apart_bag_id(user_id: str, scope: Scope) -> str:
 
 @contextmanager
 def bags_spelled_apart() -> Iterator[None]:
-    """Writes inside group their bags as before 0027: one bag per spelling, its facets as sent."""
+    """Writes inside group bags by spelling, as in the stores 0027 migrates: the facets as sent."""
     with (
         mock.patch("deposits.services.deposits.compute_bag_id", spelled_apart_bag_id),
         mock.patch("deposits.services.deposits.bag_scope", lambda scope: scope),

@@ -196,8 +196,10 @@ def test_the_pooled_deployment_sums_what_each_owner_counts(db):
 
 
 def test_a_trend_read_again_shows_a_new_snapshot_and_loses_a_deleted_one(admin):
-    """Reads of one window are not fetched twice while its rows are the same, so the second
-    read must see exactly what changed in between."""
+    """A trend read again sees exactly what changed in between.
+
+    Reads of one window are not fetched twice while its rows are the same.
+    """
     now = timezone.now()
     oldest = snapshot(None, now - timedelta(days=3), fmi=30)
     snapshot(None, now - timedelta(days=2), fmi=40)

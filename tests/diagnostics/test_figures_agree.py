@@ -1,6 +1,8 @@
-"""One number for one thing: each page that shows an owner's (or the deployment's) figure shows the
-same one (dashboard.md, "Accessible and honest"), read here from each page as a reader sees it;
-the one page that heads with a figure of now says so, and names the snapshot's beside it.
+"""One number for one thing: every page showing an owner's figure shows the same one.
+
+Or the deployment's, as dashboard.md, "Accessible and honest", asks; read here from each page as a
+reader sees it. The one page that heads with a figure of now says so, and names the snapshot's
+beside it.
 
 The world is a running deployment between two snapshot runs: snapshots taken, then more writes,
 so a live recount and the latest snapshot differ, and a page mixing the two would show it.

@@ -1,7 +1,9 @@
-"""Forgetting an owner (portability.md, DELETE /users/{user_id}): afterwards every read answers
-as for an owner who never wrote, every dashboard page shows nothing of it, a replay of any of its
-idempotency keys is 410 `erased`, no table of the database holds its id or a sentence it wrote,
-and every other owner is as it was."""
+"""Forgetting an owner (portability.md, DELETE /users/{user_id}) leaves nothing of it.
+
+Afterwards every read answers as for an owner who never wrote, every dashboard page shows nothing of
+it, a replay of any of its idempotency keys is 410 `erased`, no table of the database holds its id
+or a sentence it wrote, and every other owner is as it was.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +58,12 @@ def _claim(content: str, polarity: str, **extra: Any) -> dict[str, Any]:
 
 
 def memory_of(owner: str, api: ApiClient) -> dict[str, Any]:
-    """An owner with something in every table that can hold one: deposits (single, bulk, a
-    correction, a retraction, an erasure), a belief with observations (one keyed) and a confirmed
-    value, a resolution with a reviewer's claim and skip, a recall, snapshots, a job record."""
+    """An owner with something in every table that can hold one.
+
+    Deposits (single, bulk, a correction, a retraction, an erasure), a belief with observations (one
+    keyed) and a confirmed value, a resolution with a reviewer's claim and skip, a recall,
+    snapshots, a job record.
+    """
     said = sentences(owner)
     keys = {}
     first = api.post(f"/users/{owner}/deposits", _claim(said[0], "positive", idempotency_key=f"{owner}-k1"))
@@ -134,8 +139,10 @@ def view(owner: str) -> dict[str, Any]:
 
 
 def rows_of(owner: str) -> dict[str, list[str]]:
-    """Every row of the owner in every table with a user_id (but the recall log, which each read
-    of recall adds to), as text."""
+    """Every row of the owner in every table with a user_id, as text.
+
+    All but the recall log, which each read of recall adds to.
+    """
     return {
         model._meta.db_table: sorted(
             repr(sorted(row.items())) for row in model.objects.filter(user_id=owner).values()

@@ -1,5 +1,8 @@
-"""Job runs: recorded one way, claimed once, kept current while they run, reported lost or
-stalled, and sent again by the sweep until they finish."""
+"""Job runs: recorded, claimed once, kept current, reported lost or stalled, and sent again.
+
+Recorded one way, claimed once, kept current while they run, reported lost or stalled, and sent
+again by the sweep until they finish.
+"""
 
 from __future__ import annotations
 

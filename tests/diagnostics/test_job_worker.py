@@ -1,5 +1,8 @@
-"""Job runs through a real Celery worker and a real Redis broker: a run ends; a killed one is
-taken again once its heartbeat stops, by its own message handed out again or by the sweep."""
+"""Job runs through a real Celery worker and a real Redis broker.
+
+A run ends; a killed one is taken again once its heartbeat stops, by its own message handed out
+again or by the sweep.
+"""
 
 from __future__ import annotations
 

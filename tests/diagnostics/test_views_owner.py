@@ -169,8 +169,10 @@ def test_a_bag_of_open_notes_says_it_holds_no_directional_claims_not_0_percent_o
 
 
 def test_resolving_a_conflict_moves_the_fmi_the_owner_page_heads_with_at_once(reviewer):
-    """dashboard.md's browser walk: resolve a conflict and see the FMI change, with no snapshot
-    run in between; the latest snapshot's figure is named beside it, with its time."""
+    """Resolving a conflict moves the FMI the owner page heads with, with no snapshot run between.
+
+    dashboard.md's browser walk: the latest snapshot's figure is named beside it, with its time.
+    """
     bag = split("alice")
     agreeing("alice")
     for query in ("threshold", "backoff export"):

@@ -1,5 +1,8 @@
-"""The owner page's Export (reviewers and operators) and Forget this owner (operators, after a page
-naming the owner and what goes, with the id typed again)."""
+"""The owner page's Export and Forget this owner.
+
+Export for reviewers and operators; Forget for operators, after a page naming the owner and what
+goes, with the id typed again.
+"""
 
 from __future__ import annotations
 

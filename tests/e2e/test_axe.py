@@ -1,5 +1,6 @@
-"""Every page, the API docs and /help/ included, through axe-core (WCAG 2.2 AA): no violation of
-impact serious or critical, for a reviewer and an operator, at 1366×900 and at 390×844.
+"""Every page through axe-core (WCAG 2.2 AA): no serious or critical violation.
+
+The API docs and /help/ included, for a reviewer and an operator, at 1366×900 and at 390×844.
 
 One pass over the demo data (load_demo) plus what the demo lacks: a failed job, a revoked key and a
 live one, a conflict another reviewer holds. axe-core's target-size rule (WCAG 2.2, 2.5.8) runs with

@@ -128,8 +128,11 @@ def test_a_bag_too_big_for_the_preview_is_resolved_on_its_page(page: Page, live_
 
 
 def test_on_a_phone_the_reason_takes_the_width_of_the_screen(page: Page, live_server):
-    """The sticky resolve bar put label, reason and button on one line: on a phone the reason
-    was a sliver a few characters wide."""
+    """On a phone the reason field takes the screen's width.
+
+    The sticky resolve bar put label, reason and button on one line: on a phone the reason was a
+    sliver a few characters wide.
+    """
     bag = split("erin", positives=5, negatives=2)
     login(page, "reviewer")
     page.set_viewport_size({"width": 390, "height": 844})

@@ -148,8 +148,11 @@ ON_SCREEN = """() => {
 
 
 def on_screen(page: Page) -> bool:
-    """Whether the secret lies wholly in the viewport, within 3 s (a scroll follows the swap or the
-    load). Polled from here: without JavaScript the page runs no polling of its own."""
+    """Whether the secret lies wholly in the viewport within 3 s.
+
+    A scroll follows the swap or the load. Polled from here: without JavaScript the page runs no
+    polling of its own.
+    """
     for _ in range(30):
         if page.evaluate(ON_SCREEN):
             return True

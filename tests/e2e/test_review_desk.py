@@ -1,5 +1,7 @@
-"""The review desk in a real browser: claims between two reviewers, the keys, Skip, Undo, and
-all of it again without JavaScript."""
+"""The review desk in a real browser, and again without JavaScript.
+
+Claims between two reviewers, the keys, Skip, Undo, and all of it again without JavaScript.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Fault tests: Atlaso's processes on a PostgreSQL cluster and a Redis of their own, stopped and
-killed on purpose while it works.
+"""Fault tests: Atlaso's processes on their own PostgreSQL and Redis, stopped and killed on purpose.
+
+A PostgreSQL cluster and a Redis of their own, stopped and killed while Atlaso works.
 
 Every test here is marked `faults`. They run on a PostgreSQL pass of the suite (make test with
 DATABASE_URL, as CI does) and are skipped on SQLite. Without PostgreSQL's server binaries or

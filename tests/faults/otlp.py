@@ -1,5 +1,7 @@
-"""A small OTLP/HTTP receiver for traces: what a collector would get, decoded with the
-protocol's own messages (opentelemetry-proto), kept in memory for a test to read."""
+"""A small OTLP/HTTP receiver for traces, kept in memory for a test to read.
+
+What a collector would get, decoded with the protocol's own messages (opentelemetry-proto).
+"""
 
 from __future__ import annotations
 

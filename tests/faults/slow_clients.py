@@ -205,8 +205,10 @@ class Timings:
 def measure(
     host: str, port: int, *, seconds: float, key: str, clients: int = 2, timeout: float = 10
 ) -> Timings:
-    """`clients` threads sending `GET /api/v1/tiers` (with the key: it reads the database), each
-    on a new connection, for `seconds`; anything but a 200 within `timeout` is a failure."""
+    """`clients` threads sending `GET /api/v1/tiers` on new connections for `seconds`.
+
+    With the key, so it reads the database; anything but a 200 within `timeout` is a failure.
+    """
     timings = Timings()
     lock = threading.Lock()
     deadline = time.monotonic() + seconds

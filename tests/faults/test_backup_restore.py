@@ -1,5 +1,8 @@
-"""The runbook's backup (docs/OPERATIONS.md, "Backups"): pg_dump of a store taking writes,
-restored into a new database and compared, by the script itself (atlaso_site/ops/backup.py)."""
+"""The runbook's backup (docs/OPERATIONS.md, "Backups") of a store taking writes.
+
+pg_dump, restored into a new database and compared, by the script itself
+(atlaso_site/ops/backup.py).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Hostile clients, round two, against the web server as `make run` starts it (gunicorn with the
-project's worker, its own PostgreSQL): readers that never read, costly bodies sent before any
-authority, bodies announced larger than anyone may send, unknown hosts, a database that stops,
-and two servers on one host. Each prints what it measured."""
+"""Hostile clients against the web server as `make run` starts it; each test prints its figures.
+
+gunicorn with the project's worker and its own PostgreSQL: readers that never read, costly bodies
+sent before any authority, bodies announced larger than anyone may send, unknown hosts, a database
+that stops, and two servers on one host.
+"""
 
 from __future__ import annotations
 
@@ -97,8 +99,10 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def files_open_under(pids: list[int], folder: Path) -> list[str]:
-    """The files the processes hold open under `folder` (deleted temporary files included), but
-    gunicorn's own heartbeat file for each worker."""
+    """The files the processes hold open under `folder`, but gunicorn's own heartbeat files.
+
+    Deleted temporary files included.
+    """
     found = []
     for pid in pids:
         for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -114,9 +118,12 @@ def files_open_under(pids: list[int], folder: Path) -> list[str]:
 def test_readers_that_never_read_hold_no_request_slot_and_are_cut(
     atlaso: Atlaso, capsys: pytest.CaptureFixture[str]
 ):
-    """16 clients ask for a 3.3 MB file and 8 confined ones for a 2 MB recall of their own, with a
-    4 kB receive buffer, and never read: every other request is still answered quickly, and the
-    server closes the stalled ones itself after WEB_SEND_TIMEOUT."""
+    """Readers that never read hold no request slot, and the server cuts them.
+
+    16 clients ask for a 3.3 MB file and 8 confined ones for a 2 MB recall of their own, with a 4 kB
+    receive buffer, and never read: every other request is still answered quickly, and the server
+    closes the stalled ones itself after WEB_SEND_TIMEOUT.
+    """
     atlaso.extra_env.update(WEB_SEND_TIMEOUT="5")
     collected = atlaso.manage("collectstatic", "--no-input", "-v", "0")
     assert collected.returncode == 0, collected.stderr[-2000:]

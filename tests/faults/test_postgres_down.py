@@ -1,5 +1,8 @@
-"""PostgreSQL stopped during writes: 503 envelopes with Retry-After while it is down, recovery
-with no restart once it is back, and every acknowledged write present exactly once."""
+"""PostgreSQL stopped during writes: 503s while it is down, then recovery with no restart.
+
+503 envelopes with Retry-After while it is down, recovery with no restart once it is back, and every
+acknowledged write present exactly once.
+"""
 
 from __future__ import annotations
 

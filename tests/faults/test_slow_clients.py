@@ -1,5 +1,7 @@
-"""200 slow clients held for a minute against the web server as `make run` starts it: every other
-request is still answered, quickly, and the server ends the slow ones by itself."""
+"""200 slow clients for a minute leave every other request answered quickly, and are cut.
+
+Against the web server as `make run` starts it: the server ends the slow ones by itself.
+"""
 
 from __future__ import annotations
 

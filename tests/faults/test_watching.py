@@ -1,6 +1,9 @@
-"""Watching it run, against the processes `make run` starts: /metrics summed across two gunicorn
-workers and the Celery worker, /readyz through outages of PostgreSQL, Redis and the worker, a
-request id from the client to its job's log line in JSON, and OpenTelemetry's spans."""
+"""Watching it run, against the processes `make run` starts.
+
+/metrics summed across two gunicorn workers and the Celery worker, /readyz through outages of
+PostgreSQL, Redis and the worker, a request id from the client to its job's log line in JSON, and
+OpenTelemetry's spans.
+"""
 
 from __future__ import annotations
 
@@ -165,8 +168,10 @@ def test_metrics_move_by_exactly_what_was_done_summed_over_two_web_workers_and_t
 def poll_readiness(
     atlaso: Atlaso, until: Callable[[int], bool], *, timeout: float, times: int = 1
 ) -> tuple[int, dict, float]:
-    """Poll /readyz once a second until its status satisfies `until` `times` polls in a row;
-    the status, body and seconds until the first of those polls."""
+    """Poll /readyz once a second until its status satisfies `until` `times` polls in a row.
+
+    Returns the status, the body and the seconds until the first of those polls.
+    """
     started = time.monotonic()
     run_began: float | None = None
     run = 0

@@ -1,5 +1,7 @@
-"""A worker killed with kill -9 during a rebuild: a new worker finishes the same run, and every
-belief equals its log's replay."""
+"""A worker killed with kill -9 during a rebuild: a new one finishes the run, beliefs replay equal.
+
+Every belief then equals its log's replay.
+"""
 
 from __future__ import annotations
 

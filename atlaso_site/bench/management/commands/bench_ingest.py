@@ -38,7 +38,7 @@ class Command(BaseCommand):
         floor_ms = 1000 / floor * 1000
         self.stdout.write(
             f"Per batch of 1,000 deposits, medians of {options['rounds']} rounds. The floor (raw unnest "
-            f"INSERT into the same table): {floor:,.0f} rows/s, {floor_ms:.1f} ms. Issue 23 asks ≥ 10,000/s "
+            f"INSERT into the same table): {floor:,.0f} rows/s, {floor_ms:.1f} ms. The targets are ≥ 10,000/s "
             f"(≤ 100 ms) and ≥ 50% of the floor (≤ {2 * floor_ms:.1f} ms)."
         )
         header = f"{'variant':56} {'deposits/s':>10} {'ms':>7} {'saves':>7} {'client CPU':>10}  what it keeps"
