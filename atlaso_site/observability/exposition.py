@@ -151,8 +151,11 @@ def _store_figures() -> Iterator[Metric]:
 
 
 def _embedding_figures() -> Iterator[Metric]:
-    """The embedding backlog, when recall by meaning is on: with no embedder nothing waits, and
-    the series are left out rather than reported as an empty backlog."""
+    """The embedding backlog, when recall by meaning is on.
+
+    With no embedder nothing waits, and the series are left out rather than reported as an
+    empty backlog.
+    """
     status = embedding_status()
     if not status.enabled:
         return
