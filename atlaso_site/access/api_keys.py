@@ -109,7 +109,7 @@ class BodyAllowance:
 
 # One claim, observation, tier or channel. The widest legal one (8,000 characters at 6 bytes
 # each, every list at its limit) is under 100 kB and has under 200 members; a body this size is
-# held in memory while it is read (atlaso_site/serving.py), never written to disk.
+# held in memory while it is read (atlaso_site/gunicorn_worker.py), never written to disk.
 SMALL_BODY = BodyAllowance(bytes=1 * MiB, members=1_000)
 Permission = str | Callable[[HttpRequest], str]
 

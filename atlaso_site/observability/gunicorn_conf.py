@@ -1,5 +1,5 @@
 """gunicorn's configuration module (`-c python:atlaso_site.observability.gunicorn_conf`, given by
-`atlaso_site.serve.commands`): the metrics folder its workers share, the live figures of a
+`atlaso_site.supervisor.commands`): the metrics folder its workers share, the live figures of a
 worker that died, and its own log lines in JSON when `LOG_FORMAT=json`.
 
 Read by gunicorn's master, which loads no Django (it would, before gevent patches the
@@ -22,7 +22,7 @@ _made_here: list[str] = []
 
 
 def on_starting(server: Any) -> None:
-    """Give the workers a metrics folder to share: the one named (atlaso_site.serve names one,
+    """Give the workers a metrics folder to share: the one named (atlaso_site.supervisor names one,
     shared with the Celery worker), else a new one of this server's own, removed at its exit."""
     folder = os.environ.get(MULTIPROC_VARIABLE)
     if folder:
