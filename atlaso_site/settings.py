@@ -189,6 +189,8 @@ INSTALLED_APPS = [
     "atlaso_site",
     # Job runs: a kernel app under every app, so any app can record a run (see its __init__).
     "atlaso_site.job_runs",
+    # Access: the tier, channel and API-key models every app's API stands on, and their commands.
+    "atlaso_site.access",
     "beliefs",
     "deposits",
     "diagnostics",

@@ -16,9 +16,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
+from atlaso_site.access.models import ApiKey, Channel, ProvenanceTier
 from atlaso_site.lib.errors import FORBIDDEN, AtlasoError
 from atlaso_site.lib.secrets import hash_secret
-from beliefs.models import ApiKey, Channel, ProvenanceTier
 
 
 def _columns(model: type[Model], alias: str) -> list[tuple[str, Col, list[Any]]]:
