@@ -197,9 +197,11 @@ class Supervisor:
 
 
 def metrics_folder(port: int) -> Path:
-    """The folder the web workers and the Celery worker of this instance write their metrics to
-    (PROMETHEUS_MULTIPROC_DIR, else one per port under var/), emptied: the figures of a
-    previous run are not this run's."""
+    """The folder this instance's web workers and Celery worker write their metrics to, emptied.
+
+    PROMETHEUS_MULTIPROC_DIR, else one per port under var/; emptied because the figures of a
+    previous run are not this run's.
+    """
     named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     folder = Path(named) if named else Path(VAR_DIR) / "metrics" / str(port)
     folder.mkdir(parents=True, exist_ok=True)

@@ -115,9 +115,10 @@ Permission = str | Callable[[HttpRequest], str]
 
 
 class ApiKeyAuth(HttpBearer):
-    """`Authorization: Bearer <key>` and what the operation asks of the key, checked before the
-    operation reads its path, query or body (api.md: "Authentication, the owner check and the
-    permission check come before everything else").
+    """`Authorization: Bearer <key>` and what the operation asks of the key, checked first.
+
+    Checked before the operation reads its path, query or body (api.md: "Authentication, the
+    owner check and the permission check come before everything else").
 
     A missing, unknown or revoked key answers 401; a key without `permission`, or confined to
     a prefix the path's `user_id` does not start with (`owner`), or confined at all for a

@@ -89,8 +89,10 @@ def require_role(request: HttpRequest, role: str) -> None:
 
 
 def refused(request: HttpRequest, denial: PermissionDenied) -> HttpResponse:
-    """The 403 page for `denial` (the site's 403 handler: `templates/403.html`), logged as one
-    line saying who was refused what and why, where Django would log a traceback."""
+    """The 403 page for `denial` (the site's 403 handler: `templates/403.html`), logged as one line.
+
+    The line says who was refused what and why, where Django would log a traceback.
+    """
     response = get_resolver(get_urlconf()).resolve_error_handler(403)(request, exception=denial)
     user = getattr(request, "user", None) or AnonymousUser()
     who = user.get_username() if user.is_authenticated else "anonymous"

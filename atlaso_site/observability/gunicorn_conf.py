@@ -1,6 +1,7 @@
-"""gunicorn's configuration module (`-c python:atlaso_site.observability.gunicorn_conf`, given by
-`atlaso_site.supervisor.commands`): the metrics folder its workers share, the live figures of a
-worker that died, and its own log lines in JSON when `LOG_FORMAT=json`.
+"""gunicorn's configuration module: the workers' shared metrics folder, a dead worker's figures, JSON logs.
+
+Given as `-c python:atlaso_site.observability.gunicorn_conf` by `atlaso_site.supervisor.commands`;
+the log lines are JSON when `LOG_FORMAT=json`.
 
 Read by gunicorn's master, which loads no Django (it would, before gevent patches the
 workers): nothing here imports Django.
@@ -22,8 +23,11 @@ _made_here: list[str] = []
 
 
 def on_starting(server: Any) -> None:
-    """Give the workers a metrics folder to share: the one named (atlaso_site.supervisor names one,
-    shared with the Celery worker), else a new one of this server's own, removed at its exit."""
+    """Give the workers a metrics folder to share.
+
+    The one named (atlaso_site.supervisor names one, shared with the Celery worker), else a new
+    one of this server's own, removed at its exit.
+    """
     folder = os.environ.get(MULTIPROC_VARIABLE)
     if folder:
         os.makedirs(folder, exist_ok=True)
