@@ -53,7 +53,7 @@ run: setup
 	@$(PY) manage.py ensure_admin
 	@$(PY) manage.py load_demo
 	@$(PY) manage.py ensure_demo_key --base-url http://$(HOST):$(PORT)
-	@$(PY) -m atlaso_site.serve --host $(HOST) --port $(PORT)
+	@$(PY) -m atlaso_site.supervisor --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed
 	@if [ -z "$$DATABASE_URL" ]; then \

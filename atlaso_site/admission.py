@@ -1,6 +1,6 @@
 """Who may send a body, and how large, decided from the request line and headers alone.
 
-The server asks this before it reads a byte of a body (atlaso_site/serving.py), and the
+The server asks this before it reads a byte of a body (atlaso_site/gunicorn_worker.py), and the
 middleware asks it again before any view runs, so an unauthenticated client, a key without the
 operation's permission or a key confined to another tenant is refused without its body being
 read, and no body is read past its route's limit:
@@ -23,13 +23,13 @@ from ninja.operation import Operation, PathView
 from atlaso_site.access.api_keys import BodyAllowance, MiB, api_body_allowance
 from atlaso_site.api import api
 
-# The environ key by which the web worker (atlaso_site.serving) tells the application that it
+# The environ key by which the web worker (atlaso_site.gunicorn_worker) tells the application that it
 # left a request's body unread: refused before its body, the request must not be taken for one
 # with an empty body (a database back between the server's check of its key and the
 # application's would otherwise admit it with none).
 BODY_UNREAD = "atlaso.body_unread"
 API_PREFIX = "/api/"
-# The environ key by which the server (atlaso_site/serving.py) says it left a body unread.
+# The environ key by which the server (atlaso_site/gunicorn_worker.py) says it left a body unread.
 BODY_UNREAD = "atlaso.body_unread"
 DOCS_PATH = API_PREFIX + "v1" + (api.docs_url or "/docs")
 # A login form: a CSRF token, a name, a password and where to go next.

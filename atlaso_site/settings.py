@@ -95,7 +95,7 @@ def env_secret(name: str) -> str:
 def database_pool_options() -> dict[str, object]:
     """Django's psycopg pool per process when DATABASE_POOL_SIZE > 0, else {} (persistent connections).
 
-    The web worker (atlaso_site/serving.py) runs every open connection on a greenlet, to which
+    The web worker (atlaso_site/gunicorn_worker.py) runs every open connection on a greenlet, to which
     Django would give a database connection of its own; the pool lets the requests running at
     once share `DATABASE_POOL_SIZE` connections instead (the worker sets it to its request
     slots). With CONN_HEALTH_CHECKS on, Django has the pool check a connection as it hands it
@@ -109,7 +109,7 @@ def database_pool_options() -> dict[str, object]:
             "min_size": min(2, size),
             "max_size": size,
             # A request waits this long for a free connection, then fails as `unavailable` (503).
-            # A request slot comes with a connection (atlaso_site/serving.py), so a request
+            # A request slot comes with a connection (atlaso_site/gunicorn_worker.py), so a request
             # waits here only while the database cannot be reached: an outage is answered 503
             # with Retry-After in about this long, before a client's own timeout.
             "timeout": env_float("DATABASE_POOL_TIMEOUT", 1.5, low=0.1, high=300.0),
@@ -191,6 +191,8 @@ INSTALLED_APPS = [
     "atlaso_site",
     # Job runs: a kernel app under every app, so any app can record a run (see its __init__).
     "atlaso_site.job_runs",
+    # Access: the tier, channel and API-key models every app's API stands on, and their commands.
+    "atlaso_site.access",
     "beliefs",
     "deposits",
     "diagnostics",
@@ -249,7 +251,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 # `csp_nonce`: django-htmx's script tags carry it (SECURE_CSP below).
                 "django.template.context_processors.csp",
-                "atlaso_site.access.roles.dashboard",
+                "atlaso_site.ui.navigation.dashboard",
             ],
             # The dashboard's template tags live in the kernel, which is not an app.
             "libraries": {"atlaso": "atlaso_site.ui.templatetags"},
@@ -332,7 +334,7 @@ SECURE_HSTS_SECONDS = env_int("ATLASO_HSTS_SECONDS", 31_536_000, low=1, high=63_
 SECURE_HSTS_INCLUDE_SUBDOMAINS = ATLASO_TLS
 SECURE_HSTS_PRELOAD = ATLASO_TLS
 
-# Serving (atlaso_site/serve.py, which `make run` starts): gunicorn worker processes and the
+# Serving (atlaso_site/supervisor.py, which `make run` starts): gunicorn worker processes and the
 # requests each runs at once (its request slots, each holding a pooled database connection).
 # With PostgreSQL keep slots × workers within its max_connections (100 by default), or set
 # DATABASE_POOL_SIZE to share fewer connections among the slots.
@@ -404,8 +406,8 @@ JOB_STALLED_AFTER_SECONDS = env_int("JOB_STALLED_AFTER_SECONDS", 600, low=5, hig
 # How often beat sweeps the runs (and every worker once as it starts): see job_sweep.
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, low=1, high=3600)
 
-# Serving and job heartbeats. Slow and hostile clients (atlaso_site/serving.py, the web worker
-# serve.py runs): a connection sends its request line and headers within WEB_HEADER_TIMEOUT
+# Serving and job heartbeats. Slow and hostile clients (atlaso_site/gunicorn_worker.py, the web
+# worker the supervisor runs): a connection sends its request line and headers within WEB_HEADER_TIMEOUT
 # seconds of opening (or of its previous answer) or is closed, its body within WEB_BODY_TIMEOUT
 # or is answered 408, and reads each 64 KiB of its answer within WEB_SEND_TIMEOUT or is closed;
 # a worker keeps at most WEB_CONNECTIONS connections open and runs WEB_THREADS requests at once.

@@ -19,18 +19,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from atlaso_site.access.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.ui.admin import ReadOnlyAdminMixin
-from beliefs.models import (
-    DEFAULT_CHANNEL_TIER,
-    PERMISSIONS,
-    ApiKey,
-    Belief,
-    BeliefRevision,
-    CalibrationOutcome,
-    Channel,
-    ProvenanceTier,
-)
+from beliefs.models import Belief, BeliefRevision, CalibrationOutcome
 from beliefs.services import (
     DEFAULT_PERMISSIONS,
     ProvenanceError,
@@ -290,7 +282,7 @@ class ApiKeyAdmin(ServiceAdmin):
         return False
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("beliefs.change_apikey")
+        return request.user.has_perm("access.change_apikey")
 
     @admin.action(description="Revoke the selected API keys", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
@@ -314,7 +306,7 @@ class ApiKeyAdmin(ServiceAdmin):
             "key": obj,
             "secret": request.api_key_secret,  # type: ignore[attr-defined]
         }
-        return TemplateResponse(request, "admin/beliefs/apikey/secret.html", context)
+        return TemplateResponse(request, "admin/access/apikey/secret.html", context)
 
 
 # --- Beliefs: read-only ----------------------------------------------------------------------

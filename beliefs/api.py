@@ -6,10 +6,10 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from atlaso_site.access.api_keys import ANY_OWNER_READ, GLOBAL_ADMIN, READ, WRITE, key_of
+from atlaso_site.access.models import Channel
 from atlaso_site.lib.idempotency import sent_idempotency_key
 from atlaso_site.wire import IDEMPOTENCY_HEADER, IdempotencyKey, PageQuery, UserId, VerdictOut, with_errors
 from beliefs import selectors, services
-from beliefs.models import Channel
 from beliefs.schemas import (
     ApiKeyOut,
     BeliefKey,

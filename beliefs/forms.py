@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django import forms
 
+from atlaso_site.access.models import PERMISSIONS, Channel, ProvenanceTier
 from beliefs.domain.values import CEILING_BOUNDS, MAX_VALUE_LENGTH, is_ceiling
-from beliefs.models import PERMISSIONS, Channel, ProvenanceTier
 
 #: What the tier form says of a ceiling it cannot take: missing, not a number, or out of bounds.
 CEILING_HINT = f"A ceiling lies strictly between {CEILING_BOUNDS}, e.g. 0.65."

@@ -14,19 +14,13 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from atlaso_site.access.models import DEFAULT_CHANNEL_TIER
 from atlaso_site.lib.idempotency import WINDOW
 from atlaso_site.lib.timefmt import isoformat
 from beliefs.domain import rule
 from beliefs.domain.rule import Observation
 from beliefs.domain.values import normalize_value
-from beliefs.models import (
-    DEFAULT_CHANNEL_TIER,
-    Belief,
-    BeliefRevision,
-    CalibrationOutcome,
-    ObservationKey,
-    WithdrawnDeposit,
-)
+from beliefs.models import Belief, BeliefRevision, CalibrationOutcome, ObservationKey, WithdrawnDeposit
 from beliefs.services import (
     _lock_belief,
     belief_rebuild,

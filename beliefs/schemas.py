@@ -7,6 +7,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from atlaso_site.access.models import Channel, ProvenanceTier
 from atlaso_site.wire import (
     NO_NUL,
     NOT_BLANK,
@@ -22,7 +23,6 @@ from atlaso_site.wire import (
     stated_text,
 )
 from beliefs.domain.values import BELIEF_KEY_PATTERN, CEILING_ABOVE, CEILING_BELOW, MAX_VALUE_LENGTH
-from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import MAX_SOURCE_ID
 
 CHANNEL_NAME_PATTERN = rf"^[a-z0-9][a-z0-9_-]{{0,{Channel._meta.get_field('name').max_length - 1}}}$"

@@ -10,13 +10,14 @@ from django.db import connection
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from atlaso_site.access.models import ApiKey, Channel, ProvenanceTier
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page, page_of
 from beliefs.domain import rule
 from beliefs.domain.rule import BeliefState, Verdict
 from beliefs.domain.tiers import can_move_beliefs
-from beliefs.models import ApiKey, Belief, BeliefRevision, Channel, ProvenanceChange, ProvenanceTier
+from beliefs.models import Belief, BeliefRevision, ProvenanceChange
 from beliefs.services import rule_settings, verdicts_after
 
 

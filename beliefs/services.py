@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from atlaso_site.access.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.job_runs.models import JobRun, Trigger
 from atlaso_site.job_runs.services import job_enqueue
@@ -37,17 +38,12 @@ from beliefs.domain.values import (
     normalize_value,
 )
 from beliefs.models import (
-    DEFAULT_CHANNEL_TIER,
     HUMAN_REVIEW_CHANNEL,
-    PERMISSIONS,
-    ApiKey,
     Belief,
     BeliefRevision,
     CalibrationOutcome,
-    Channel,
     ObservationKey,
     ProvenanceChange,
-    ProvenanceTier,
     WithdrawnDeposit,
 )
 from beliefs.tombstones import observation_key_forgotten

@@ -20,6 +20,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from atlaso_site.access.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey
 from atlaso_site.access.roles import operator_required, reviewer_required
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.job_runs.selectors import job_run_get
@@ -27,7 +28,7 @@ from atlaso_site.lib.errors import AtlasoError
 from atlaso_site.ui.pages import Pager, flash, not_found, offset_of, owner_view, page_number, template_for
 from beliefs.domain.rule import Verdict
 from beliefs.forms import ApiKeyForm, ChannelForm, ConfirmForm, RebindForm, TierForm
-from beliefs.models import DEFAULT_CHANNEL_TIER, PERMISSIONS, ApiKey, CalibrationOutcome
+from beliefs.models import CalibrationOutcome
 from beliefs.selectors import (
     SetAside,
     belief_page,

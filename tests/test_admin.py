@@ -10,8 +10,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from atlaso_site.access.models import PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from atlaso_site.job_runs.models import JobRun
-from beliefs.models import PERMISSIONS, ApiKey, Channel, ProvenanceTier
 from beliefs.services import belief_confirm, beliefs_verify, channel_bind
 from deposits.models import Deposit
 from tests.beliefs.helpers import OLD, observe, verdict
@@ -35,7 +35,7 @@ def tier(name: str) -> ProvenanceTier:
 def add_key(admin_client: Client, **fields: Any) -> Any:
     """POST the admin's add-key form: by default a read/write key on a new channel ci-bot."""
     form = {"name": "ci", "new_channel": "ci-bot", "permissions": ["read", "write"], "user_prefix": ""}
-    return admin_client.post(reverse("admin:beliefs_apikey_add"), {**form, **fields})
+    return admin_client.post(reverse("admin:access_apikey_add"), {**form, **fields})
 
 
 def form_errors(response: Any) -> list[str]:
@@ -74,7 +74,7 @@ def test_two_keys_added_in_a_row_both_work(admin_client):
 
 
 def test_the_form_offers_exactly_the_four_permissions_and_refuses_any_other(admin_client):
-    form = admin_client.get(reverse("admin:beliefs_apikey_add")).context["adminform"].form
+    form = admin_client.get(reverse("admin:access_apikey_add")).context["adminform"].form
     offered = form.fields["permissions"].choices
     assert [value for value, _ in offered] == list(PERMISSIONS) == ["read", "write", "erase", "admin"]
     response = add_key(admin_client, permissions=["read", "fly"])
@@ -103,12 +103,12 @@ def test_the_services_refusal_shows_as_a_form_error(admin_client):
 def test_a_key_is_shown_without_its_hash_and_cannot_be_edited_or_deleted(admin_client):
     response = add_key(admin_client)
     key = ApiKey.objects.get()
-    change = reverse("admin:beliefs_apikey_change", args=[key.pk])
+    change = reverse("admin:access_apikey_change", args=[key.pk])
     page = admin_client.get(change)
     assert page.status_code == 200 and key.display_prefix in page.content.decode()
     assert key.secret_hash not in page.content.decode()
     assert admin_client.post(change, {"name": "renamed"}).status_code == 403
-    assert admin_client.get(reverse("admin:beliefs_apikey_delete", args=[key.pk])).status_code == 403
+    assert admin_client.get(reverse("admin:access_apikey_delete", args=[key.pk])).status_code == 403
     key.refresh_from_db()
     assert key.name == "ci"
     assert ApiClient(response.context["secret"]).get("/tiers").status == 200
@@ -118,7 +118,7 @@ def test_revoking_a_key_in_the_admin_locks_it_out(admin_client):
     secret = add_key(admin_client).context["secret"]
     key = ApiKey.objects.get()
     response = admin_client.post(
-        reverse("admin:beliefs_apikey_changelist"),
+        reverse("admin:access_apikey_changelist"),
         {"action": "revoke", "_selected_action": [key.pk]},
         follow=True,
     )
@@ -141,7 +141,7 @@ def test_rebinding_a_channel_schedules_a_rebuild_that_applies_the_new_tier(
     channel = Channel.objects.get(name="agent-a")
     with django_capture_on_commit_callbacks(execute=True) as sent:
         response = admin_client.post(
-            reverse("admin:beliefs_channel_change", args=[channel.pk]),
+            reverse("admin:access_channel_change", args=[channel.pk]),
             {"tier": tier("web_fetch").pk, "description": "a scraper after all"},
             follow=True,
         )
@@ -158,7 +158,7 @@ def test_rebinding_a_channel_schedules_a_rebuild_that_applies_the_new_tier(
 
 
 def test_adding_a_channel_creates_it_on_its_tier_and_an_existing_name_is_refused(admin_client):
-    add = reverse("admin:beliefs_channel_add")
+    add = reverse("admin:access_channel_add")
     created = admin_client.post(add, {"name": "notes-app", "tier": tier("user_direct").pk, "description": ""})
     assert created.status_code == 302
     assert Channel.objects.get(name="notes-app").tier.name == "user_direct"
@@ -170,7 +170,7 @@ def test_adding_a_channel_creates_it_on_its_tier_and_an_existing_name_is_refused
 
 def test_changing_a_tier_ceiling_schedules_a_rebuild_and_a_description_alone_does_not(admin_client, api):
     observe(api, OLD)
-    change = reverse("admin:beliefs_provenancetier_change", args=[tier("agent_own").pk])
+    change = reverse("admin:access_provenancetier_change", args=[tier("agent_own").pk])
     described = admin_client.post(change, {"ceiling": 0.8, "description": "our own agents"}, follow=True)
     assert described.status_code == 200 and not JobRun.objects.exists()
     assert tier("agent_own").description == "our own agents"
@@ -187,7 +187,7 @@ def test_changing_a_tier_ceiling_schedules_a_rebuild_and_a_description_alone_doe
 
 
 def test_a_ceiling_outside_0_and_1_is_refused_in_the_services_words(admin_client):
-    change = reverse("admin:beliefs_provenancetier_change", args=[tier("agent_own").pk])
+    change = reverse("admin:access_provenancetier_change", args=[tier("agent_own").pk])
     response = admin_client.post(change, {"ceiling": 1.0, "description": ""})
     assert form_errors(response) == ["a ceiling must lie strictly between 0 and 1"]
     assert tier("agent_own").ceiling == 0.8
@@ -195,10 +195,10 @@ def test_a_ceiling_outside_0_and_1_is_refused_in_the_services_words(admin_client
 
 def test_tiers_cannot_be_added_or_deleted_nor_channels_deleted(admin_client):
     channel = channel_bind(name="agent-a", tier_name="agent_own")[0]
-    assert admin_client.get(reverse("admin:beliefs_provenancetier_add")).status_code == 403
-    delete_tier = reverse("admin:beliefs_provenancetier_delete", args=[tier("agent_own").pk])
+    assert admin_client.get(reverse("admin:access_provenancetier_add")).status_code == 403
+    delete_tier = reverse("admin:access_provenancetier_delete", args=[tier("agent_own").pk])
     assert admin_client.post(delete_tier, {"post": "yes"}).status_code == 403
-    delete_channel = reverse("admin:beliefs_channel_delete", args=[channel.pk])
+    delete_channel = reverse("admin:access_channel_delete", args=[channel.pk])
     assert admin_client.post(delete_channel, {"post": "yes"}).status_code == 403
     assert Channel.objects.filter(pk=channel.pk).exists()
 
@@ -262,7 +262,7 @@ def list_queries(admin_client: Client, url: str) -> int:
 def test_every_list_answers_in_as_many_queries_however_many_rows_it_shows(admin_client):
     urls = [
         reverse(f"admin:{name}_changelist")
-        for name in ("beliefs_provenancetier", "beliefs_channel", "beliefs_apikey", *READ_ONLY_LISTS)
+        for name in ("access_provenancetier", "access_channel", "access_apikey", *READ_ONLY_LISTS)
     ]
     urls.append(reverse("admin:deposits_deposit_changelist") + "?q=alice-1&polarity=negative")
     fill_every_table(1)

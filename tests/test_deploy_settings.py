@@ -21,7 +21,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from atlaso_site.serve import LIMIT_REQUEST_LINE, commands
+from atlaso_site.supervisor import LIMIT_REQUEST_LINE, commands
 from beliefs.services import api_key_create
 from tests.cast import make_login
 

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from django.template import engines
 from django.test import Client
 
-from atlaso_site.access.roles import dashboard, is_operator, is_reviewer
+from atlaso_site.access.roles import is_operator, is_reviewer
+from atlaso_site.ui.navigation import dashboard
 from tests.cast import make_login
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dashboard_urls")]

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from atlaso_site.access.models import ApiKey
 from atlaso_site.bench.management.commands import loadtest
-from beliefs.models import ApiKey
 from deposits.domain.validation import validate_deposit
 from deposits.models import Deposit
 from deposits.services.deposits import deposit_add, deposit_retract

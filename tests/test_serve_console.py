@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from atlaso_site.serve import AS_ROOT, without_the_root_warning
+from atlaso_site.supervisor import AS_ROOT, without_the_root_warning
 from tests.client.served import ROOT, free_port
 
 # serve runs on SQLite in a folder of its own, whatever the suite's database.
@@ -54,7 +54,7 @@ def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowe
     console = tmp_path / "console.txt"
     with console.open("wb") as out:
         serve = subprocess.Popen(
-            [sys.executable, "-m", "atlaso_site.serve", "--port", str(free_port())],
+            [sys.executable, "-m", "atlaso_site.supervisor", "--port", str(free_port())],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
@@ -77,7 +77,8 @@ def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowe
 
 
 def test_make_run_says_in_one_line_when_recall_by_meaning_is_off(monkeypatch):
-    from atlaso_site import serve, settings
+    from atlaso_site import settings
+    from atlaso_site import supervisor as serve
 
     monkeypatch.setattr(settings, "ATLASO_EMBEDDER", "none")
     line = serve.embedder_line()

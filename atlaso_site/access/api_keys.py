@@ -16,9 +16,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
+from atlaso_site.access.models import ApiKey, Channel, ProvenanceTier
 from atlaso_site.lib.errors import FORBIDDEN, AtlasoError
 from atlaso_site.lib.secrets import hash_secret
-from beliefs.models import ApiKey, Channel, ProvenanceTier
 
 
 def _columns(model: type[Model], alias: str) -> list[tuple[str, Col, list[Any]]]:
@@ -109,16 +109,16 @@ class BodyAllowance:
 
 # One claim, observation, tier or channel. The widest legal one (8,000 characters at 6 bytes
 # each, every list at its limit) is under 100 kB and has under 200 members; a body this size is
-# held in memory while it is read (atlaso_site/serving.py), never written to disk.
+# held in memory while it is read (atlaso_site/gunicorn_worker.py), never written to disk.
 SMALL_BODY = BodyAllowance(bytes=1 * MiB, members=1_000)
 Permission = str | Callable[[HttpRequest], str]
 
 
 class ApiKeyAuth(HttpBearer):
-    """The bearer key and what the operation asks of it, checked before its path, query or body.
+    """`Authorization: Bearer <key>` and what the operation asks of the key, checked first.
 
-    `Authorization: Bearer <key>` is checked first, as api.md asks: "Authentication, the owner check
-    and the permission check come before everything else".
+    Checked before the operation reads its path, query or body (api.md: "Authentication, the
+    owner check and the permission check come before everything else").
 
     A missing, unknown or revoked key answers 401; a key without `permission`, or confined to
     a prefix the path's `user_id` does not start with (`owner`), or confined at all for a

@@ -17,25 +17,13 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.urls import get_resolver, get_urlconf, reverse
+from django.urls import get_resolver, get_urlconf
 from django.utils.log import log_response
 from django_htmx.http import HttpResponseClientRedirect
 
 REVIEWER = "reviewer"
 OPERATOR = "operator"
 ROLES = (REVIEWER, OPERATOR)
-
-# The frame's navigation: (label, url name, role needed). Their paths are fixed (/, /owners/,
-# /conflicts/, /conflicts/next/, /health/, /jobs/, /provenance/): outside browser tests are written against them.
-NAVIGATION = (
-    ("Overview", "diagnostics:overview", REVIEWER),
-    ("Owners", "diagnostics:owners", REVIEWER),
-    ("Conflicts", "deposits:conflicts", REVIEWER),
-    ("Review desk", "deposits:desk", REVIEWER),
-    ("Health", "diagnostics:health", REVIEWER),
-    ("Jobs", "diagnostics:jobs", REVIEWER),
-    ("Provenance", "beliefs:provenance", OPERATOR),
-)
 
 _ROLE_CACHE = "_atlaso_roles"
 
@@ -101,8 +89,10 @@ def require_role(request: HttpRequest, role: str) -> None:
 
 
 def refused(request: HttpRequest, denial: PermissionDenied) -> HttpResponse:
-    """The 403 page for `denial` (the site's 403 handler: `templates/403.html`), logged as one
-    line saying who was refused what and why, where Django would log a traceback."""
+    """The 403 page for `denial` (the site's 403 handler: `templates/403.html`), logged as one line.
+
+    The line says who was refused what and why, where Django would log a traceback.
+    """
     response = get_resolver(get_urlconf()).resolve_error_handler(403)(request, exception=denial)
     user = getattr(request, "user", None) or AnonymousUser()
     who = user.get_username() if user.is_authenticated else "anonymous"
@@ -157,42 +147,6 @@ def role_required(role: str) -> Callable[[View], View]:
 
 reviewer_required = role_required(REVIEWER)
 operator_required = role_required(OPERATOR)
-
-
-def dashboard(request: HttpRequest) -> dict[str, Any]:
-    """Context processor: `is_reviewer`, `is_operator` and the frame's `navigation`.
-
-    Each is a callable, so a template that never uses them (the admin, an error page) costs
-    no query; a template that does reads the user's groups once. A page drawn before the
-    authentication middleware ran (the 400 for an unknown Host) has no user: it is anonymous.
-    """
-    user = getattr(request, "user", None) or AnonymousUser()
-
-    def navigation() -> list[dict[str, Any]]:
-        held = roles_of(user)
-        items = [
-            {"label": label, "path": reverse(name), "current": False}
-            for label, name, role in NAVIGATION
-            if role in held
-        ]
-        # The current page is the item whose path is the longest prefix of the request's
-        # (the desk, /conflicts/next/, is not also the queue, /conflicts/).
-        matching = [
-            item
-            for item in items
-            if (
-                request.path == item["path"] if item["path"] == "/" else request.path.startswith(item["path"])
-            )
-        ]
-        if matching:
-            max(matching, key=lambda item: len(item["path"]))["current"] = True
-        return items
-
-    return {
-        "is_reviewer": lambda: is_reviewer(user),
-        "is_operator": lambda: is_operator(user),
-        "navigation": navigation,
-    }
 
 
 def forget_roles(user: User) -> None:

@@ -1,6 +1,6 @@
 """`bench --concurrent`: recall through gunicorn as production serves it, from several clients.
 
-The gunicorn `make run` and production start (`atlaso_site.serve`'s web command: gevent's
+The gunicorn `make run` and production start (`atlaso_site.supervisor`'s web command: gevent's
 worker, bounded against slow clients, `WEB_THREADS` requests at once per worker, each with a
 connection from its pool) is started with `workers` processes on a free port against the
 configured database; each client thread keeps one connection and sends the bench's queries in
@@ -24,7 +24,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from atlaso_site import serve
+from atlaso_site import supervisor
 from atlaso_site.bench.management.commands.loadtest import Connection
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.models import RecallLog
@@ -61,7 +61,7 @@ def gunicorn(workers: int, *, started: Callable[[int], object] | None = None) ->
     """
     port = _free_port()
     # Production's command, its access log (one line per recall) discarded rather than read.
-    command = serve.commands("127.0.0.1", port)["web"]
+    command = supervisor.commands("127.0.0.1", port)["web"]
     command[command.index("--workers") + 1] = str(workers)
     command += ["--log-level", "warning"]
     # Served as in production: DEBUG off (with it on, Django logs every statement with its

@@ -1,11 +1,10 @@
-"""The metrics exporter of a machine that runs Celery workers and no web process.
+"""The metrics of a machine that runs Celery workers and no web process, for Prometheus to scrape.
 
-`python -m atlaso_site.observability.exporter --host 0.0.0.0 --port 9808` serves that machine's
-figures for Prometheus to scrape.
+`python -m atlaso_site.observability.exporter --host 0.0.0.0 --port 9808` serves them.
 
 On a machine with a web process, `/metrics` already sums every process that shares its
-`PROMETHEUS_MULTIPROC_DIR` (`atlaso_site.serve` gives the web workers and the Celery worker the
-same folder). A worker-only machine has no `/metrics`: run its workers with
+`PROMETHEUS_MULTIPROC_DIR` (`atlaso_site.supervisor` gives the web workers and the Celery worker
+the same folder). A worker-only machine has no `/metrics`: run its workers with
 `PROMETHEUS_MULTIPROC_DIR` set, and this beside them, reading the same folder. It serves the
 processes' own series (job runs ended, by job and status); the deployment's state (conflicts,
 readiness, last successes) comes from any web process's `/metrics`. No Django is loaded.

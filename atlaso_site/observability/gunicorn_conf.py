@@ -1,8 +1,7 @@
-"""gunicorn's configuration module: the workers' metrics folder, dead workers' figures, JSON logs.
+"""gunicorn's configuration module: the workers' shared metrics folder, a dead worker's figures, JSON logs.
 
-Given as `-c python:atlaso_site.observability.gunicorn_conf` by `atlaso_site.serve.commands`: the
-metrics folder its workers share, the live figures of a worker that died, and its own log lines in
-JSON when `LOG_FORMAT=json`.
+Given as `-c python:atlaso_site.observability.gunicorn_conf` by `atlaso_site.supervisor.commands`;
+the log lines are JSON when `LOG_FORMAT=json`.
 
 Read by gunicorn's master, which loads no Django (it would, before gevent patches the
 workers): nothing here imports Django.
@@ -24,10 +23,10 @@ _made_here: list[str] = []
 
 
 def on_starting(server: Any) -> None:
-    """Give the workers a metrics folder to share, named or made for this server alone.
+    """Give the workers a metrics folder to share.
 
-    The one named (atlaso_site.serve names one, shared with the Celery worker), else a new one of
-    this server's own, removed at its exit.
+    The one named (atlaso_site.supervisor names one, shared with the Celery worker), else a new
+    one of this server's own, removed at its exit.
     """
     folder = os.environ.get(MULTIPROC_VARIABLE)
     if folder:

@@ -1,6 +1,6 @@
 """The Prometheus series every process writes (the web workers, the Celery worker, commands).
 
-Under `atlaso_site.serve` (and gunicorn started alone, by its config) `PROMETHEUS_MULTIPROC_DIR`
+Under `atlaso_site.supervisor` (and gunicorn started alone, by its config) `PROMETHEUS_MULTIPROC_DIR`
 names a folder the web workers and the Celery worker share: each process writes its figures
 to files of its own there and `/metrics` sums them (prometheus-client's multiprocess mode),
 so a scrape answered by either web worker shows the whole host, the worker's jobs included.

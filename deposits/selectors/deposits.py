@@ -11,9 +11,9 @@ from datetime import datetime
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q
 
+from atlaso_site.access.models import Channel
 from atlaso_site.lib.errors import not_found
 from atlaso_site.lib.paging import Page, page_of
-from beliefs.models import Channel
 from deposits.domain.types import BeliefRef, Scope
 from deposits.domain.types import Deposit as DepositRecord
 from deposits.domain.validation import validate_user_id

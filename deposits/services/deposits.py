@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from atlaso_site.access.models import Channel, ProvenanceTier
 from atlaso_site.job_runs import Progress, no_progress
 from atlaso_site.lib.errors import (
     ERASED,
@@ -28,7 +29,6 @@ from atlaso_site.lib.errors import (
 )
 from atlaso_site.lib.idempotency import idempotency_conflict
 from beliefs.domain.values import BeliefInputError, clean_observed_at
-from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import (
     observation_keys_expire,
     observation_record,

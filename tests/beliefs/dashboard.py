@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beliefs.models import Channel
+from atlaso_site.access.models import Channel
 from beliefs.services import channel_get_or_create, observation_record
 
 XSS = "<script>alert(1)</script>"

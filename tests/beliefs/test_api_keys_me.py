@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beliefs.models import ApiKey
+from atlaso_site.access.models import ApiKey
 from tests.conftest import ApiClient, make_client
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from atlaso_site.access.models import Channel, ProvenanceTier
 from atlaso_site.job_runs.models import JobRun
-from beliefs.models import Channel, ProvenanceTier
 from beliefs.services import beliefs_verify, channel_bind, tier_update
 from diagnostics.job_runner import job_execute
 from tests.beliefs.helpers import NEW, OLD, observe, pick, verdict

@@ -6,7 +6,8 @@ from itertools import cycle
 
 import pytest
 
-from beliefs.models import BeliefRevision, Channel
+from atlaso_site.access.models import Channel
+from beliefs.models import BeliefRevision
 from beliefs.services import beliefs_verify, observation_record
 from tests.beliefs.helpers import KEY, NEW, OLD, claimed, observe, pick, verdict, verdict_fields
 

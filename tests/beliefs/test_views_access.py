@@ -8,8 +8,9 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
+from atlaso_site.access.models import ApiKey, Channel
 from atlaso_site.job_runs.services import job_record
-from beliefs.models import ApiKey, CalibrationOutcome, Channel, ProvenanceChange
+from beliefs.models import CalibrationOutcome, ProvenanceChange
 from beliefs.services import api_key_create
 from tests.beliefs.dashboard import seed_alice
 from tests.cast import make_login

@@ -12,8 +12,9 @@ from django.db import DatabaseError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from atlaso_site.access.models import ApiKey, Channel, ProvenanceTier
 from atlaso_site.job_runs.models import JobRun
-from beliefs.models import ApiKey, Channel, ProvenanceChange, ProvenanceTier
+from beliefs.models import ProvenanceChange
 from beliefs.selectors import channel_belief_counts, tier_rebuild_counts
 from beliefs.services import api_key_create, api_key_revoke, tier_update
 from diagnostics.job_runner import job_execute
@@ -348,7 +349,7 @@ def test_every_change_is_recorded_with_who_made_it_wherever_it_was_made(admin_cl
     assert operator_key.call("PUT", "/tiers/tool_output", {"ceiling": 0.6}).status == 200
     assert operator_key.post("/channels", {"name": "api-made", "tier": "document"}).status == 201
     admin_client.post(
-        reverse("admin:beliefs_provenancetier_change", args=[ProvenanceTier.objects.get(name="document").pk]),
+        reverse("admin:access_provenancetier_change", args=[ProvenanceTier.objects.get(name="document").pk]),
         {"ceiling": 0.5, "description": "a document the owner supplied"},
     )
     call_command(

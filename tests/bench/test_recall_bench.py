@@ -14,10 +14,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from atlaso_site.access.models import ApiKey
 from atlaso_site.bench import concurrent_recall, sqlite_pair
 from atlaso_site.bench.management.commands.bench import QUERIES
 from atlaso_site.bench.seed import generate
-from beliefs.models import ApiKey
 from beliefs.services import api_key_create
 from deposits.models import RecallLog
 from tests.deposits.scenario import claim, put_many

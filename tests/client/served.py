@@ -108,9 +108,9 @@ class ServedAtlaso:
         return secret
 
     def _serve(self) -> None:
-        # gunicorn exactly as `make run` starts it (atlaso_site.serve), with this server's env.
+        # gunicorn exactly as `make run` starts it (atlaso_site.supervisor), with this server's env.
         code = (
-            "import os, sys\nfrom atlaso_site.serve import commands\n"
+            "import os, sys\nfrom atlaso_site.supervisor import commands\n"
             "web = commands('127.0.0.1', int(sys.argv[1]))['web']\nos.execv(web[0], web)\n"
         )
         self.port = free_port()

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from beliefs.models import ApiKey
+from atlaso_site.access.models import ApiKey
 from beliefs.services import api_key_revoke
 from deposits.models import Deposit
 from tests.conftest import ApiClient, make_client

@@ -23,7 +23,8 @@ from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from beliefs.models import Belief, Channel
+from atlaso_site.access.models import Channel
+from beliefs.models import Belief
 from beliefs.selectors import belief_verdict
 from beliefs.services import belief_confirm, channel_get_or_create, observation_record
 from deposits.domain.types import POLARITIES

@@ -15,9 +15,9 @@ from django.apps import apps
 from django.db import connection
 from django.utils import timezone
 
+from atlaso_site.access.models import Channel
 from atlaso_site.job_runs.models import JobRun
 from atlaso_site.job_runs.services import job_record
-from beliefs.models import Channel
 from beliefs.services import belief_confirm, channel_get_or_create, observation_record
 from deposits.models import Deposit, RecallLog, ScopeBag
 from deposits.selectors.recall import recall

@@ -19,9 +19,9 @@ from django.core.management import call_command
 from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
+from atlaso_site.access.models import ApiKey
 from atlaso_site.job_runs.models import Trigger
 from atlaso_site.job_runs.services import JobRecorder, job_claim, job_record
-from beliefs.models import ApiKey
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.models import ConflictEpisode, Deposit, Resolution
 from deposits.services.review import claim_bag

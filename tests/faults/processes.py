@@ -228,7 +228,7 @@ class Atlaso:
 
     def start_web(self) -> None:
         """gunicorn with the options `make run` gives it."""
-        from atlaso_site.serve import commands
+        from atlaso_site.supervisor import commands
 
         self.port = free_port()
         self._spawn("web", commands("127.0.0.1", self.port)["web"])
@@ -270,12 +270,23 @@ class Atlaso:
         )  # fmt: skip
 
     def start_serve(self) -> subprocess.Popen:
-        """`make run`'s foreground (atlaso_site.serve: gunicorn, a worker and beat, supervised)."""
+        """`make run`'s foreground (atlaso_site.supervisor: gunicorn, a worker and beat, supervised)."""
         self.port = free_port()
-        command = [sys.executable, "-m", "atlaso_site.serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "atlaso_site.supervisor",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
         self._spawn("serve", command)
         wait_for(
-            lambda: self._serving("serve"), bool, timeout=60, what=f"atlaso_site.serve on port {self.port}"
+            lambda: self._serving("serve"),
+            bool,
+            timeout=60,
+            what=f"atlaso_site.supervisor on port {self.port}",
         )
         return self.processes["serve"]
 

@@ -1,4 +1,4 @@
-"""`make run`'s processes under `atlaso_site.serve`: the Celery worker, beat and a web worker each
+"""`make run`'s processes under `atlaso_site.supervisor`: the Celery worker, beat and a web worker each
 killed with kill -9 come back by themselves while requests go on being answered, and SIGTERM
 stops them all."""
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from atlaso_site import serve
+from atlaso_site import supervisor as serve
 
 
 @dataclass

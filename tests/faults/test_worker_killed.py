@@ -20,7 +20,8 @@ from tests.faults.processes import Atlaso, ThrowawayRedis, wait_for
 BELIEFS = 1200
 
 SEED = f"""
-from beliefs.models import Belief, BeliefRevision, Channel
+from beliefs.models import Belief, BeliefRevision
+from atlaso_site.access.models import Channel
 from beliefs.services import observation_record
 
 channel = Channel.objects.select_related("tier").get(name="agent-a")

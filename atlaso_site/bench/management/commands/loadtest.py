@@ -33,8 +33,8 @@ from urllib.parse import urlencode, urlsplit
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from atlaso_site.access.models import ApiKey
 from atlaso_site.bench.seed import VOCABULARY, sentence
-from beliefs.models import ApiKey
 from beliefs.services import api_key_create, api_key_revoke
 from deposits.domain.idempotency import idempotency_key
 

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from beliefs.models import ApiKey, Channel
+from atlaso_site.access.models import ApiKey, Channel
 from tests.conftest import ApiClient
 
 

@@ -7,7 +7,7 @@ from io import StringIO
 from django.core.management import call_command
 from django.utils import timezone
 
-from beliefs.models import ApiKey
+from atlaso_site.access.models import ApiKey
 from tests.conftest import ApiClient
 
 

@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from atlaso_site.access.api_keys import key_by_secret_hash
+from atlaso_site.access.models import ApiKey
 from atlaso_site.lib.secrets import hash_secret
-from beliefs.models import ApiKey
 from beliefs.services import api_key_create, api_key_revoke
 
 pytestmark = pytest.mark.django_db

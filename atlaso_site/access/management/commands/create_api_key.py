@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from beliefs.models import PERMISSIONS
+from atlaso_site.access.models import PERMISSIONS
 from beliefs.services import ProvenanceError, api_key_create
 
 

@@ -74,8 +74,10 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
 
 
 def error_answer(status: int, reason: str, field: str, message: str, request_id: str) -> bytes:
-    """A whole HTTP response carrying the API's error envelope and the request's id; the
-    connection closes after it."""
+    """A whole HTTP response carrying the API's error envelope and the request's id.
+
+    The connection closes after it.
+    """
     error = {"code": VALIDATION_ERROR, "message": message, "field": field, "request_id": request_id}
     body = json.dumps({"kind": "error", "error": error}).encode()
     head = (
@@ -86,8 +88,10 @@ def error_answer(status: int, reason: str, field: str, message: str, request_id:
 
 
 def sent_request_id(req: Any) -> str:
-    """The id of a request answered here, before the application: the one it sent when sane
-    (its headers may not have been read: then a new one)."""
+    """The id of a request answered here, before the application.
+
+    The one it sent when sane; a new one when it is not, or when its headers were not read.
+    """
     headers = getattr(req, "headers", None) or ()
     sent = next((value for name, value in headers if name.upper() == HEADER.upper()), None)
     return request_id_for(sent)
@@ -102,8 +106,10 @@ def _setting(name: str) -> Any:
 
 
 class _Buffered:
-    """A body read ahead: what `Body` reads from instead of the socket, then the rest, if any
-    (a chunked body longer than its route reads is not held whole)."""
+    """A body read ahead: what `Body` reads from instead of the socket, then the rest, if any.
+
+    A chunked body longer than its route reads is not held whole.
+    """
 
     def __init__(self, spool: BinaryIO, rest: Any) -> None:
         self.spool = spool
@@ -121,8 +127,11 @@ class _Nothing:
 
 
 class _Pieces:
-    """A whole answer, handed to the socket a piece at a time: the send timeout then bounds
-    each piece, so a slow but reading client gets a large answer and a stalled one is cut."""
+    """A whole answer, handed to the socket a piece at a time.
+
+    The send timeout then bounds each piece, so a slow but reading client gets a large answer
+    and a stalled one is cut.
+    """
 
     def __init__(self, response: Any) -> None:
         self.response = response
@@ -203,8 +212,11 @@ class AtlasoWorker(GeventWorker):
                 _linger(sock)
 
     def _in_a_slot(self, app: Any) -> Any:
-        """`app`, run in one of the worker's request slots, given back before the answer is
-        written unless the answer is streamed (then when it ends)."""
+        """`app`, run in one of the worker's request slots.
+
+        The slot is given back before the answer is written, unless the answer is streamed
+        (then when it ends).
+        """
         from django.db import close_old_connections
 
         from atlaso_site.admission import BODY_UNREAD
@@ -234,9 +246,11 @@ class AtlasoWorker(GeventWorker):
         return serve
 
     def _refused_unread(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
-        """Decide from the request line and headers how much body the request may send; when
-        it will be refused whatever its body holds, or announces more than that, leave the body
-        unread (the application answers it without reading) and close after the answer."""
+        """Decide from the request line and headers how much body the request may send.
+
+        When it will be refused whatever its body holds, or announces more than that, leave the
+        body unread (the application answers it without reading) and close after the answer.
+        """
         announced = getattr(req.body.reader, "length", None)  # None: chunked
         req.body_streamed = False
         if announced == 0:
@@ -273,8 +287,11 @@ class AtlasoWorker(GeventWorker):
             close_old_connections()
 
     def _read_body(self, req: Any, sock: Any) -> bool:
-        """Read the body ahead within WEB_BODY_TIMEOUT; False when it did not come (a 408 sent)
-        or the client went away before sending all it announced (nothing to answer)."""
+        """Read the body ahead within WEB_BODY_TIMEOUT; False when there is nothing to answer.
+
+        That is when it did not come (a 408 sent) or the client went away before sending all
+        it announced.
+        """
         announced = getattr(req.body.reader, "length", None)  # None: chunked
         if announced == 0:
             return True
@@ -321,9 +338,11 @@ class AtlasoWorker(GeventWorker):
 
 
 def _linger(sock: Any) -> None:
-    """After answering a request whose body was left unread, let the client see the answer:
-    say we are done writing, then discard what it still sends for a moment (a client that
-    writes its whole body before reading would otherwise meet a reset, not the answer)."""
+    """After answering a request whose body was left unread, let the client see the answer.
+
+    Say we are done writing, then discard what it still sends for a moment: a client that
+    writes its whole body before reading would otherwise meet a reset, not the answer.
+    """
     try:
         sock.shutdown(socket.SHUT_WR)
         sock.settimeout(LINGER_SECONDS)

@@ -7,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from atlaso_site.access.models import ApiKey, Channel
 from atlaso_site.lib.secrets import hash_secret
-from beliefs.models import ApiKey, Channel
 from beliefs.services import api_key_create
 
 DEMO_KEY_NAME = "demo agent"

@@ -45,11 +45,11 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
     # with JSON logs every line out is a JSON object.
     celery = [python, "-m", "celery", "-A", "atlaso_site", "--quiet"]
     return {
-        # gevent's worker, bounded against slow clients (atlaso_site/serving.py): WEB_THREADS
+        # gevent's worker, bounded against slow clients (atlaso_site/gunicorn_worker.py): WEB_THREADS
         # requests at once per worker, as many as gthread's threads were (measured in
         # docs/BENCHMARKS.md, "Serving under load" and "Slow clients").
         "web": [python, "-m", "gunicorn", "atlaso_site.wsgi", "--bind", f"{host}:{port}",
-                "--worker-class", "atlaso_site.serving.AtlasoWorker", "--workers", str(WEB_WORKERS),
+                "--worker-class", "atlaso_site.gunicorn_worker.AtlasoWorker", "--workers", str(WEB_WORKERS),
                 "--threads", str(WEB_THREADS), "--worker-connections", str(WEB_CONNECTIONS),
                 "--keep-alive", str(WEB_HEADER_TIMEOUT),
                 # The metrics folder, dead workers' live figures, JSON log lines; each request's
@@ -68,9 +68,9 @@ def commands(host: str, port: int) -> dict[str, list[str]]:
 
 
 # Celery's worker warns at length on every start when it runs as root, as make run often does (in
-# a container, or as a VM's one user). serve says so in one line of its own instead, and gives the
-# children a filter for that warning alone (a message filter: the start of its text), so every
-# other warning and error still shows.
+# a container, or as a VM's one user). The supervisor says so in one line of its own instead, and
+# gives the children a filter for that warning alone (a message filter: the start of its text), so
+# every other warning and error still shows.
 ROOT_WARNING = "You're running the worker with superuser privileges"
 AS_ROOT = (
     "running as root: the Celery worker runs its tasks with root's rights, which Celery warns "
@@ -115,8 +115,8 @@ class Child:
     due: float | None = None  # when a dead child is started again
 
     def start(self, now: float) -> None:
-        # In a session of its own: Ctrl-C reaches serve alone, which stops the children in
-        # turn, and the whole group of a dead child (a gunicorn master's workers, a Celery
+        # In a session of its own: Ctrl-C reaches the supervisor alone, which stops the children
+        # in turn, and the whole group of a dead child (a gunicorn master's workers, a Celery
         # worker's pool) can be cleared before it is started again.
         self.process = subprocess.Popen(self.command, env=os.environ.copy(), start_new_session=True)
         self.started_at, self.due = now, None
@@ -197,9 +197,11 @@ class Supervisor:
 
 
 def metrics_folder(port: int) -> Path:
-    """The folder the web workers and the Celery worker of this instance write their metrics to
-    (PROMETHEUS_MULTIPROC_DIR, else one per port under var/), emptied: the figures of a
-    previous run are not this run's."""
+    """The folder this instance's web workers and Celery worker write their metrics to, emptied.
+
+    PROMETHEUS_MULTIPROC_DIR, else one per port under var/; emptied because the figures of a
+    previous run are not this run's.
+    """
     named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     folder = Path(named) if named else Path(VAR_DIR) / "metrics" / str(port)
     folder.mkdir(parents=True, exist_ok=True)
