@@ -1,5 +1,6 @@
-"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, `export`, `import`, `forget`, and
-`mcp` (the MCP server).
+"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, `export`, `import`, `forget`, `mcp`.
+
+`atlaso mcp` is the MCP server.
 
 Each prints for a person by default and the wire form with `--json`; a failure prints one line
 saying what went wrong (and what to do) on stderr and exits 1. Usage errors exit 2.
