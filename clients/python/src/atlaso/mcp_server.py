@@ -64,9 +64,7 @@ from atlaso._mcp_shapes import (
     DepositOut,
     DepositPageOut,
     DiagnosticsOut,
-    EvidenceGrade,
     PeekOut,
-    Polarity,
     RetractResultOut,
     ScopeFilterIn,
     ScopeIn,
@@ -74,7 +72,7 @@ from atlaso._mcp_shapes import (
     SettleOut,
 )
 from atlaso._plan import adrive
-from atlaso._types import Bag, Scope
+from atlaso._types import Bag, EvidenceGrade, OnGateReject, Polarity, RecallMode, RetractMode, Scope
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -336,7 +334,7 @@ def _recall_tool(box: _Toolbox) -> None:
             bool, Field(description="Also return claims a correction superseded (for audit).")
         ] = False,
         mode: Annotated[
-            Literal["words", "meaning", "hybrid"] | None,
+            RecallMode | None,
             Field(
                 description="How to find claims. Leave it out (the server uses hybrid when it can) or "
                 "hybrid for most questions. words: exact terms the claim must share (a name, an id, "
@@ -426,7 +424,7 @@ def _retract_tool(box: _Toolbox) -> None:
         deposit_id: Annotated[str, Field(description="The deposit to retract.")],
         reason: Annotated[str, Field(description="Why it is withdrawn.")],
         mode: Annotated[
-            Literal["soft", "hard"],
+            RetractMode,
             Field(
                 description="soft: mark it retracted, keep it for audit (the usual choice); hard: erase "
                 "it for good (GDPR; needs a key with the erase permission)."
@@ -478,7 +476,7 @@ def _add_many_tool(box: _Toolbox) -> None:
             Field(min_length=1, description="The claims, each with its own idempotency_key."),
         ],
         on_gate_reject: Annotated[
-            Literal["skip", "abort"],
+            OnGateReject,
             Field(
                 description="skip: store every item that passes and report the rest; abort: store nothing if one fails."
             ),
