@@ -71,6 +71,7 @@ KINDS = {
     "test_packaging.py": "packaging",
     "test_bench_client.py": "benchmark",
     "test_surface.py": "surface",
+    "test_enums.py": "surface",
 }
 
 
