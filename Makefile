@@ -82,7 +82,8 @@ schemathesis: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	@$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(VENV)/bin/lint-imports --no-cache --no-logo
-	@$(PY) -m mypy --config-file clients/python/pyproject.toml clients/python/src/atlaso
+	@$(PY) -m mypy --config-file clients/python/pyproject.toml clients/python/src/atlaso clients/python/tools
+	@$(PY) clients/python/tools/generate_clients.py --check
 
 format: $(VENV)/.installed
 	@$(PY) -m ruff format . && $(PY) -m ruff check --fix .

@@ -1,5 +1,8 @@
-"""The client's tests: most run against Atlaso served for real (served.py), none against mocks
-but the transport-fault tests, which replace only the network (httpx.MockTransport)."""
+"""The client's tests beside the server: each runs against Atlaso served for real (served.py).
+
+The package's own tests, the surface and the transport faults (which replace only the network,
+with httpx.MockTransport), are in clients/python/tests and run with the package alone.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +56,8 @@ def owner() -> str:
     return f"owner-{uuid.uuid4().hex[:12]}"
 
 
+# The client's tests: the package's own (run with it alone too) and those beside the server.
+CLIENT_TESTS = ("clients/python/tests", "tests/client")
 KINDS = {
     "test_retries.py": "transport-fault",
     "test_mcp_tools.py": "MCP (in memory)",
@@ -66,6 +71,7 @@ KINDS = {
     "test_packaging.py": "packaging",
     "test_bench_client.py": "benchmark",
     "test_surface.py": "surface",
+    "test_enums.py": "surface",
 }
 
 
@@ -75,7 +81,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for outcome in ("passed", "failed", "error", "skipped"):
         for report in terminalreporter.stats.get(outcome, ()):
             path = Path(report.nodeid.split("::")[0])
-            if path.parent.as_posix() != "tests/client" or getattr(report, "when", "call") not in (
+            if path.parent.as_posix() not in CLIENT_TESTS or getattr(report, "when", "call") not in (
                 "call",
                 "setup",
             ):

@@ -1,7 +1,9 @@
-"""`atlaso mcp` through the OpenAI Agents SDK's own MCP classes (the real `openai-agents`
-package): `MCPServerStdio` starts the command as a host does, and `MCPServerStreamableHttp`
-reaches one HTTP server as two agents, each with its own API key in its Authorization header.
-No model is needed: the SDK's classes list and call the tools as an agent run would."""
+"""`atlaso mcp` through the OpenAI Agents SDK's own MCP classes (the real `openai-agents` package).
+
+`MCPServerStdio` starts the command as a host does, and `MCPServerStreamableHttp` reaches one
+HTTP server as two agents, each with its own API key in its Authorization header. No model is
+needed: the SDK's classes list and call the tools as an agent run would.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""`bench_client` runs end to end against a served Atlaso and prints its table (the numbers are
-read by people, in docs/BENCHMARKS.md; nothing here times anything)."""
+"""`bench_client` runs end to end against a served Atlaso and prints its table.
+
+The numbers are read by people, in docs/BENCHMARKS.md; nothing here times anything.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The integrations' runnable examples (clients/python/examples/), each run as a reader runs it,
-a subprocess with the environment `make run` prints, against a served Atlaso; where a model
-would answer, each example's own fake model does."""
+"""The integrations' runnable examples (clients/python/examples/), each run as a reader runs it.
+
+Each is a subprocess with the environment `make run` prints, against a served Atlaso; where a
+model would answer, each example's own fake model does.
+"""
 
 from __future__ import annotations
 

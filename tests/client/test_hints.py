@@ -1,6 +1,9 @@
-"""Every `manage.py` command the client, the CLI, the MCP server and the READMEs tell a person to
-type, typed as written in a shell beside `make run`'s state: the checkout's .venv, a var/ holding
-the secret key the Makefile made and a migrated database, and no secret key in the environment."""
+"""Every `manage.py` command the client, the CLI, the MCP server and the READMEs tell a person.
+
+Each is typed as written in a shell beside `make run`'s state: the checkout's .venv, a var/
+holding the secret key the Makefile made and a migrated database, and no secret key in the
+environment.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +56,10 @@ def readme_commands(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def make_run_state(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment of a shell beside `make run`: a var/ as the Makefile leaves it (its secret
-    key, a migrated SQLite database), and none of the settings the suite sets for itself."""
+    """The environment of a shell beside `make run`: a var/ as the Makefile leaves it.
+
+    Its secret key, a migrated SQLite database, and none of the settings the suite sets for itself.
+    """
     assert VENV_PYTHON.exists(), f"{VENV_PYTHON} is missing: `make setup` makes it"
     var = tmp_path_factory.mktemp("make-run") / "var"
     var.mkdir()

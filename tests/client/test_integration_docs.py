@@ -1,5 +1,8 @@
-"""Each integration page (docs/integrations/) opens with a runnable example: each is run as a
-reader would paste it, with the environment `make run` prints, against a served Atlaso."""
+"""Each integration page (docs/integrations/) opens with a runnable example, run as pasted.
+
+Each is run as a reader would paste it, with the environment `make run` prints, against a
+served Atlaso.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""LangChain over a served Atlaso: `AtlasoRetriever` and `atlaso_tools` against the real
-`langchain-core`, inside runnable chains driven by langchain-core's own fake chat model (it
-answers scripted messages, tool calls included; no network, no model)."""
+"""LangChain over a served Atlaso: `AtlasoRetriever` and `atlaso_tools` against `langchain-core`.
+
+They run inside runnable chains driven by langchain-core's own fake chat model (it answers
+scripted messages, tool calls included; no network, no model).
+"""
 
 from __future__ import annotations
 

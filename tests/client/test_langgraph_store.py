@@ -1,8 +1,10 @@
-"""LangGraph's store over a served Atlaso: `AtlasoStore` and `AsyncAtlasoStore` against the real
-`langgraph` package, modelled on LangGraph's own store tests (libs/checkpoint-sqlite's
-test_store.py: batch order, batched gets, puts, searches and namespace listings, basic ops,
-segment boundaries), then what Atlaso adds: history, recall's flags, the mapping's refusals,
-the number of requests a batch costs, and a compiled graph whose node writes and reads memory."""
+"""LangGraph's store over a served Atlaso: `AtlasoStore` and `AsyncAtlasoStore`, on `langgraph`.
+
+Modelled on LangGraph's own store tests (libs/checkpoint-sqlite's test_store.py: batch order,
+batched gets, puts, searches and namespace listings, basic ops, segment boundaries), then what
+Atlaso adds: history, recall's flags, the mapping's refusals, the number of requests a batch
+costs, and a compiled graph whose node writes and reads memory.
+"""
 
 from __future__ import annotations
 

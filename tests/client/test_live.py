@@ -1,5 +1,8 @@
-"""Every method of the client against a served Atlaso: what it returns, the errors the server's
-answers become, and that each result's to_dict() is exactly the wire form the server sent."""
+"""Every method of the client against a served Atlaso: what it returns, and the errors it raises.
+
+The errors are those the server's answers become, and each result's to_dict() is exactly the
+wire form the server sent.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""The MCP server's resources, prompts and `settle`, through the SDK's own client in memory,
-against a served Atlaso: the person's answer arrives by the client's elicitation callback, on
+"""The MCP server's resources, prompts and `settle`, through the SDK's own client in memory.
+
+Against a served Atlaso: the person's answer arrives by the client's elicitation callback, on
 the handshake-era protocol (a server-to-client request mid-call) and on the 2026-07-28 one (an
-input-required round trip)."""
+input-required round trip).
+"""
 
 from __future__ import annotations
 

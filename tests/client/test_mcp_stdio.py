@@ -1,6 +1,8 @@
-"""`atlaso mcp` end to end: the real command as a subprocess, driven over stdio by the `mcp`
-client as an agent host drives it, against a served Atlaso. The session's transcript is saved
-under var/test-artifacts/ for people to read."""
+"""`atlaso mcp` end to end: the real command as a subprocess, driven over stdio by the `mcp` client.
+
+Driven as an agent host drives it, against a served Atlaso. The session's transcript is saved
+under var/test-artifacts/ for people to read.
+"""
 
 from __future__ import annotations
 

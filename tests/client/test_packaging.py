@@ -1,5 +1,7 @@
-"""The package alone: its wheel, installed into a fresh virtual environment with nothing else,
-runs `atlaso doctor` and the seeds' first example against a served Atlaso."""
+"""The package alone: its wheel, in a fresh virtual environment, runs against a served Atlaso.
+
+Installed with nothing else, it runs `atlaso doctor` and the seeds' first example.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""A whole memory through the client against a served Atlaso (portability.md): export, iter_export,
-import_ and forget, sync and async; the CLI's export, import (its progress bar on a terminal) and
-forget; mem0's export recalled; an import cut short (the connection, the worker) run again; a
-body sent to another tenant refused before it is read; and, measured, the web worker's memory
-while a 200 MB export and its import stream through it."""
+"""A whole memory through the client against a served Atlaso (portability.md).
+
+Export, iter_export, import_ and forget, sync and async; the CLI's export, import (its progress
+bar on a terminal) and forget; mem0's export recalled; an import cut short (the connection, the
+worker) run again; a body sent to another tenant refused before it is read; and, measured, the
+web worker's memory while a 200 MB export and its import stream through it.
+"""
 
 from __future__ import annotations
 
@@ -231,8 +233,11 @@ def write_export(
     seed: int = 5,
     vocabulary: int = 4000,
 ) -> int:
-    """An atlaso-export file of `deposits` claims (open and directional, bags of about 25), each
-    about `content_size` characters of `vocabulary` words; returns its size in bytes."""
+    """An atlaso-export file of `deposits` claims; returns its size in bytes.
+
+    Open and directional claims, in bags of about 25, each about `content_size` characters of
+    `vocabulary` words.
+    """
     rng = random.Random(seed)
     words = [f"w{n}" for n in range(vocabulary)] + ["lighthouse", "harbour", "lamp", "keeper", "tide"]
     # A pool of texts drawn once: drawing every word of 200 MB of claims would take minutes.

@@ -1,5 +1,8 @@
-"""The README's shell examples, run as a reader would paste them, against Atlaso served as
-`make run` serves it: only the address and the tools' paths are put in for this machine."""
+"""The README's shell examples, run as a reader would paste them, against a served Atlaso.
+
+Atlaso is served as `make run` serves it: only the address and the tools' paths are put in for
+this machine.
+"""
 
 from __future__ import annotations
 

@@ -205,8 +205,10 @@ def facets_text(bag: Bag) -> str:
 
 
 def conflict_item(bag: Bag, dashboard: str) -> tuple[dict[str, Any], list[str]]:
-    """One bag in conflict as the conflicts tool answers it: its structured item and its lines of
-    text, both pointing at the dashboard page that resolves it."""
+    """One bag in conflict as the conflicts tool answers it: its structured item and its text lines.
+
+    Both point at the dashboard page that resolves it.
+    """
     sides = live_sides(bag)
     url = bag_url(dashboard, bag.user_id, bag.bag_id)
     item = {

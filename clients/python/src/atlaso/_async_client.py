@@ -1,3 +1,5 @@
+# Generated from _client.py by tools/generate_clients.py: do not edit. Edit _client.py (how
+# requests are sent: _sending.py), then run `python clients/python/tools/generate_clients.py`.
 """`AsyncMemory` and its `AsyncUserHandle`: the asynchronous client.
 
 The same operations (`_operations`) and the same exchange (`_core`) as `Memory`, driven with
@@ -6,20 +8,17 @@ The same operations (`_operations`) and the same exchange (`_core`) as `Memory`,
 
 from __future__ import annotations
 
-import asyncio
 import json
-import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
 from atlaso import _operations as ops
-from atlaso._client import MUTATORS, immutable
-from atlaso._core import Send, Settings, exchange, resolve_settings
-from atlaso._errors import ConfigValidationError
+from atlaso._core import Settings, resolve_settings
+from atlaso._sending import AsyncSender
 from atlaso._transfer import ExportSink, ImportSource, PathOrFile, Progress
 from atlaso._types import (
     AddManyResult,
@@ -41,12 +40,10 @@ from atlaso._types import (
     RetractResult,
     SearchResults,
 )
-from atlaso._validation import check_user_id
-
-T = TypeVar("T")
+from atlaso._validation import MUTATORS, check_transport, check_user_id, immutable
 
 
-class AsyncMemory:
+class AsyncMemory(AsyncSender):
     """`Memory`, awaitable: `for_user()` is synchronous and gives an `AsyncUserHandle`.
 
     Takes the same keyword arguments; `transport` is an `httpx.AsyncBaseTransport`. Close it
@@ -63,69 +60,24 @@ class AsyncMemory:
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
-            raise ConfigValidationError(
-                f"transport must be an httpx.AsyncBaseTransport (e.g. httpx.MockTransport or "
-                f"httpx.AsyncHTTPTransport), not {type(transport).__name__}"
-                + (": pass AsyncMemory(transport=...) the transport, not a client" if isinstance(
-                    transport, (httpx.Client, httpx.AsyncClient)) else "")
-                + ("; Memory takes an httpx.BaseTransport" if isinstance(
-                    transport, httpx.BaseTransport) else "")
-            )  # fmt: skip
-        self._settings = resolve_settings(
+        check_transport(transport, httpx.AsyncBaseTransport)
+        settings = resolve_settings(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
             validate_user_id=validate_user_id,
         )
-        self._transport = transport
-        self._http: httpx.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # Seams for tests: how a retry waits, and the jitter's source.
-        self._sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
-        self._random: Callable[[], float] = random.random
+        super().__init__(settings, transport)
 
     @property
     def settings(self) -> Settings:
         """Where this client talks to, and where each setting came from."""
         return self._settings
 
-    def _client(self) -> httpx.AsyncClient:
-        # An AsyncClient's connections belong to the event loop that opened them: a memory used
-        # again under a new loop (a second asyncio.run, a notebook cell) opens a new one. No await
-        # between the test and the assignment, so one loop cannot race itself here.
-        loop = asyncio.get_running_loop()
-        if self._http is None or self._loop is not loop:
-            self._http = httpx.AsyncClient(timeout=self._settings.timeout, transport=self._transport)
-            self._loop = loop
-        return self._http
-
-    async def _run(self, operation: ops.Operation[T]) -> T:
-        steps = exchange(self._settings, operation, rng=self._random)
-        reply: Any = None
-        while True:
-            try:
-                step = steps.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(step, Send):
-                try:
-                    reply = await self._client().send(step.request, stream=step.stream)
-                    if step.stream and not reply.is_success:
-                        await reply.aread()  # an error's envelope, read whole
-                except httpx.TransportError as error:
-                    reply = error
-            else:
-                await self._sleep(step.seconds)
-                reply = None
-
     async def aclose(self) -> None:
         """Close the pooled connections; the client opens new ones if used again."""
-        http, loop, self._http, self._loop = self._http, self._loop, None, None
-        # Connections of a loop that has ended went with it; only this loop's can be closed.
-        if http is not None and loop is asyncio.get_running_loop():
-            await http.aclose()
+        await self._disconnect()
 
     async def __aenter__(self) -> AsyncMemory:
         return self
@@ -141,7 +93,7 @@ class AsyncMemory:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name)
 
     def __repr__(self) -> str:
-        return f"AsyncMemory(base_url={self._settings.base_url!r})"
+        return f"{type(self).__name__}(base_url={self._settings.base_url!r})"
 
     def for_user(self, user_id: str) -> AsyncUserHandle:
         """The handle for one memory owner (an agent's end user, e.g. "alice")."""
@@ -153,8 +105,6 @@ class AsyncMemory:
     async def key_info(self) -> ApiKeyInfo:
         """The calling key: name, channel, tier, permissions, prefix (`GET /keys/me`)."""
         return await self._run(ops.key_info())
-
-    # The same methods as a handle's, naming the owner with `user_id=`.
 
     async def add(
         self,
@@ -173,15 +123,26 @@ class AsyncMemory:
         belief: ops.BeliefLike | None = None,
         idempotency_key: str | None = None,
     ) -> AddResult:
+        """Write one claim through the gate. Without `idempotency_key` a random one guards retries."""
         return await self.for_user(user_id).add(
-            text, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
-            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
-            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
-        )  # fmt: skip
+            text,
+            polarity=polarity,
+            evidence_grade=evidence_grade,
+            scope=scope,
+            tags=tags,
+            artifact_refs=artifact_refs,
+            contradicts=contradicts,
+            author=author,
+            author_role=author_role,
+            task_id=task_id,
+            belief=belief,
+            idempotency_key=idempotency_key,
+        )
 
     async def add_many(
         self, items: Sequence[ops.ItemLike], *, user_id: str, on_gate_reject: str = "skip"
     ) -> AddManyResult:
+        """Import many claims, each with its own idempotency key; sent 1,000 to a request."""
         return await self.for_user(user_id).add_many(items, on_gate_reject=on_gate_reject)
 
     async def contradict(
@@ -202,11 +163,22 @@ class AsyncMemory:
         belief: ops.BeliefLike | None = None,
         idempotency_key: str | None = None,
     ) -> AddResult:
+        """Write a correction that supersedes `contradicts`; without a scope it joins their bag."""
         return await self.for_user(user_id).contradict(
-            new_text, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
-            scope=scope, tags=tags, artifact_refs=artifact_refs, author=author, author_role=author_role,
-            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
-        )  # fmt: skip
+            new_text,
+            contradicts,
+            reason=reason,
+            polarity=polarity,
+            evidence_grade=evidence_grade,
+            scope=scope,
+            tags=tags,
+            artifact_refs=artifact_refs,
+            author=author,
+            author_role=author_role,
+            task_id=task_id,
+            belief=belief,
+            idempotency_key=idempotency_key,
+        )
 
     async def recall(
         self,
@@ -218,16 +190,23 @@ class AsyncMemory:
         include_superseded: bool = False,
         mode: RecallMode | None = None,
     ) -> SearchResults:
+        """Search the owner's memory; flags cover every matching bag, so `limit` cannot hide a conflict.
+
+        `mode`: "words" (full text), "meaning" (embeddings: a claim that says the same in other
+        words), "hybrid" (both, fused); None lets the server choose (hybrid where it can).
+        """
         return await self.for_user(user_id).recall(
             query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
         )
 
     async def get(self, deposit_id: str, *, user_id: str) -> Deposit:
+        """One deposit with its audit state (`superseded_by`, `retracted`)."""
         return await self.for_user(user_id).get(deposit_id)
 
     async def list_recent(
         self, *, user_id: str, limit: int = 20, offset: int = 0, include_retracted: bool = False
     ) -> DepositPage:
+        """A page of the owner's deposits, newest first."""
         return await self.for_user(user_id).list_recent(
             limit=limit, offset=offset, include_retracted=include_retracted
         )
@@ -235,17 +214,21 @@ class AsyncMemory:
     def iter_deposits(
         self, *, user_id: str, page_size: int = 200, include_retracted: bool = False
     ) -> AsyncIterator[Deposit]:
+        """Every deposit, newest first, a page at a time (each once, though writes shift pages)."""
         return self.for_user(user_id).iter_deposits(page_size=page_size, include_retracted=include_retracted)
 
     async def retract(
         self, deposit_id: str, *, user_id: str, reason: str, hard_delete: bool = False
     ) -> RetractResult:
+        """Soft-retract (kept for audit), or erase with `hard_delete=True` (needs the erase permission)."""
         return await self.for_user(user_id).retract(deposit_id, reason=reason, hard_delete=hard_delete)
 
     async def health(self, *, user_id: str, window_days: int = 30) -> Diagnostics:
+        """The Field Maturity Index and its pillars over the last `window_days`."""
         return await self.for_user(user_id).health(window_days=window_days)
 
     async def peek(self, *, user_id: str, limit: int = 10) -> PeekView:
+        """The newest live deposits, their count, the FMI, and whether a recent bag disagrees."""
         return await self.for_user(user_id).peek(limit=limit)
 
     async def bags(
@@ -257,17 +240,21 @@ class AsyncMemory:
         limit: int = 50,
         offset: int = 0,
     ) -> BagPage:
+        """The owner's scope bags with live statistics; `conflict=True` lists the disagreeing ones."""
         return await self.for_user(user_id).bags(conflict=conflict, scope=scope, limit=limit, offset=offset)
 
     async def bag(self, bag_id: str, *, user_id: str) -> Bag:
+        """One bag with its deposits, live and superseded, each marked."""
         return await self.for_user(user_id).bag(bag_id)
 
     async def belief(self, key: str, *, user_id: str) -> BeliefVerdict:
+        """What the memory asserts for a belief key, and how sure it is."""
         return await self.for_user(user_id).belief(key)
 
     async def beliefs(
         self, *, user_id: str, uncertain: bool | None = None, limit: int = 50, offset: int = 0
     ) -> BeliefPage:
+        """The owner's belief verdicts; `uncertain=True` lists those to ask about, not assert."""
         return await self.for_user(user_id).beliefs(uncertain=uncertain, limit=limit, offset=offset)
 
     async def observe(
@@ -281,21 +268,28 @@ class AsyncMemory:
         taint_tier: str | None = None,
         source_id: str | None = None,
     ) -> BeliefRevision:
+        """Record one observation of a belief; its weight comes from this key's channel, not its words."""
         return await self.for_user(user_id).observe(
-            key, value, observed_at=observed_at, content_confidence=content_confidence,
-            taint_tier=taint_tier, source_id=source_id,
-        )  # fmt: skip
+            key,
+            value,
+            observed_at=observed_at,
+            content_confidence=content_confidence,
+            taint_tier=taint_tier,
+            source_id=source_id,
+        )
 
     async def export(
         self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
     ) -> ExportHeader:
+        """Write the owner's whole memory (atlaso-export v1) to a file, as it arrives.
+
+        Gzip when the file's name ends in `.gz`. Returns the export's header (counts of each kind).
+        """
         return await self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
 
-    async def iter_export(
-        self, *, user_id: str, include_retracted: bool = True
-    ) -> AsyncIterator[dict[str, Any]]:
-        async for line in self.for_user(user_id).iter_export(include_retracted=include_retracted):
-            yield line
+    def iter_export(self, *, user_id: str, include_retracted: bool = True) -> AsyncIterator[dict[str, Any]]:
+        """The owner's export line by line as dicts, header first; stop anywhere."""
+        return self.for_user(user_id).iter_export(include_retracted=include_retracted)
 
     async def import_(
         self,
@@ -307,11 +301,17 @@ class AsyncMemory:
         on_gate_reject: str = "skip",
         progress: Progress | None = None,
     ) -> ImportResult:
+        """Import an atlaso-export file (plain or gzip), or a mem0 export with `format="mem0"`.
+
+        Sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
+        client does so itself, within `max_retries`). `progress` is called as it goes.
+        """
         return await self.for_user(user_id).import_(
             path_or_file, format=format, dry_run=dry_run, on_gate_reject=on_gate_reject, progress=progress
         )
 
     async def forget(self, *, user_id: str, confirm: str) -> ForgetResult:
+        """Forget this owner whole (needs the erase permission): `confirm` is the user_id again."""
         return await self.for_user(user_id).forget(confirm=confirm)
 
 
@@ -328,19 +328,20 @@ class AsyncUserHandle:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
-            "AsyncUserHandle is frozen: it cannot be rebound; use for_user(...) for another owner", name=name
+            f"{type(self).__name__} is frozen: it cannot be rebound; use for_user(...) for another owner",
+            name=name,
         )
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError("AsyncUserHandle is frozen", name=name)
+        raise AttributeError(f"{type(self).__name__} is frozen", name=name)
 
     def __getattr__(self, name: str) -> Any:
         if name in MUTATORS:
             immutable(name, "user.")
-        raise AttributeError(f"'AsyncUserHandle' object has no attribute {name!r}", name=name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name)
 
     def __repr__(self) -> str:
-        return f"AsyncUserHandle(user_id={self.user_id!r})"
+        return f"{type(self).__name__}(user_id={self.user_id!r})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AsyncUserHandle):
@@ -367,11 +368,23 @@ class AsyncUserHandle:
         idempotency_key: str | None = None,
     ) -> AddResult:
         """Write one claim through the gate. Without `idempotency_key` a random one guards retries."""
-        return await self._memory._run(ops.add(
-            self.user_id, text, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
-            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
-            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
-        ))  # fmt: skip
+        return await self._memory._run(
+            ops.add(
+                self.user_id,
+                text,
+                polarity=polarity,
+                evidence_grade=evidence_grade,
+                scope=scope,
+                tags=tags,
+                artifact_refs=artifact_refs,
+                contradicts=contradicts,
+                author=author,
+                author_role=author_role,
+                task_id=task_id,
+                belief=belief,
+                idempotency_key=idempotency_key,
+            )
+        )
 
     async def add_many(self, items: Sequence[ops.ItemLike], *, on_gate_reject: str = "skip") -> AddManyResult:
         """Import many claims, each with its own idempotency key; sent 1,000 to a request."""
@@ -397,12 +410,24 @@ class AsyncUserHandle:
         idempotency_key: str | None = None,
     ) -> AddResult:
         """Write a correction that supersedes `contradicts`; without a scope it joins their bag."""
-        return await self._memory._run(ops.contradict(
-            self.user_id, new_text, contradicts, reason=reason, polarity=polarity,
-            evidence_grade=evidence_grade, scope=scope, tags=tags, artifact_refs=artifact_refs,
-            author=author, author_role=author_role, task_id=task_id, belief=belief,
-            idempotency_key=idempotency_key,
-        ))  # fmt: skip
+        return await self._memory._run(
+            ops.contradict(
+                self.user_id,
+                new_text,
+                contradicts,
+                reason=reason,
+                polarity=polarity,
+                evidence_grade=evidence_grade,
+                scope=scope,
+                tags=tags,
+                artifact_refs=artifact_refs,
+                author=author,
+                author_role=author_role,
+                task_id=task_id,
+                belief=belief,
+                idempotency_key=idempotency_key,
+            )
+        )
 
     async def recall(
         self,
@@ -509,13 +534,23 @@ class AsyncUserHandle:
         source_id: str | None = None,
     ) -> BeliefRevision:
         """Record one observation of a belief; its weight comes from this key's channel, not its words."""
-        return await self._memory._run(ops.observe(
-            self.user_id, key, value, observed_at=observed_at, content_confidence=content_confidence,
-            taint_tier=taint_tier, source_id=source_id,
-        ))  # fmt: skip
+        return await self._memory._run(
+            ops.observe(
+                self.user_id,
+                key,
+                value,
+                observed_at=observed_at,
+                content_confidence=content_confidence,
+                taint_tier=taint_tier,
+                source_id=source_id,
+            )
+        )
 
     async def export(self, path_or_file: PathOrFile, *, include_retracted: bool = True) -> ExportHeader:
-        """`UserHandle.export`, awaitable."""
+        """Write the owner's whole memory (atlaso-export v1) to a file, as it arrives.
+
+        Gzip when the file's name ends in `.gz`. Returns the export's header (counts of each kind).
+        """
         sink = ExportSink(path_or_file)
         response = await self._memory._run(
             ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip)
@@ -533,7 +568,7 @@ class AsyncUserHandle:
             await response.aclose()
 
     async def iter_export(self, *, include_retracted: bool = True) -> AsyncIterator[dict[str, Any]]:
-        """`UserHandle.iter_export`, as an async iterator."""
+        """The owner's export line by line as dicts, header first; stop anywhere."""
         response = await self._memory._run(
             ops.export(self.user_id, include_retracted=include_retracted, gzip=True)
         )
@@ -553,13 +588,23 @@ class AsyncUserHandle:
         on_gate_reject: str = "skip",
         progress: Progress | None = None,
     ) -> ImportResult:
-        """`UserHandle.import_`, awaitable."""
+        """Import an atlaso-export file (plain or gzip), or a mem0 export with `format="mem0"`.
+
+        Sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
+        client does so itself, within `max_retries`). `progress` is called as it goes.
+        """
         source = ImportSource(path_or_file, progress=progress)
-        return await self._memory._run(ops.import_(
-            self.user_id, source.achunks, length=source.length, format=format, dry_run=dry_run,
-            on_gate_reject=on_gate_reject,
-        ))  # fmt: skip
+        return await self._memory._run(
+            ops.import_(
+                self.user_id,
+                source.achunks,
+                length=source.length,
+                format=format,
+                dry_run=dry_run,
+                on_gate_reject=on_gate_reject,
+            )
+        )
 
     async def forget(self, *, confirm: str) -> ForgetResult:
-        """`UserHandle.forget`, awaitable."""
+        """Forget this owner whole (needs the erase permission): `confirm` is the user_id again."""
         return await self._memory._run(ops.forget(self.user_id, confirm=confirm))

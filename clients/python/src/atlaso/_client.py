@@ -1,25 +1,23 @@
-"""`Memory` and its per-owner `UserHandle`: the synchronous client.
+"""`Memory` and its per-owner `UserHandle`: the synchronous client, the source of the async one.
 
-Each method builds its operation (`_operations`) and drives the shared exchange (`_core`)
-with `httpx.Client`; `_async_client` drives the same with `httpx.AsyncClient`.
+Each method builds its operation (`_operations`) and has it sent (`_sending`). Each public method
+is declared once, on the handle: tools/generate_clients.py writes `Memory`'s per-owner twins
+below and the whole of `_async_client` from this file (`make lint` fails while either is stale).
 """
 
 from __future__ import annotations
 
 import json
-import random
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 import httpx
 
 from atlaso import _operations as ops
-from atlaso._core import Send, Settings, exchange, resolve_settings
-from atlaso._errors import ConfigValidationError
+from atlaso._core import Settings, resolve_settings
+from atlaso._sending import Sender
 from atlaso._transfer import ExportSink, ImportSource, PathOrFile, Progress
 from atlaso._types import (
     AddManyResult,
@@ -41,19 +39,10 @@ from atlaso._types import (
     RetractResult,
     SearchResults,
 )
-from atlaso._validation import check_user_id
-
-T = TypeVar("T")
-
-# Names a reader may reach for to change a deposit; the error says what to do instead.
-MUTATORS = frozenset({"update", "edit"})
+from atlaso._validation import MUTATORS, check_transport, check_user_id, immutable
 
 
-def immutable(name: str, owner: str) -> NoReturn:
-    raise AttributeError(ops.IMMUTABLE_MESSAGE.replace("user.", owner), name=name)
-
-
-class Memory:
+class Memory(Sender):
     """Atlaso's memory over HTTP. `for_user(user_id)` gives the per-owner handle the seeds use.
 
     Keyword-only. `api_key` defaults to `ATLASO_API_KEY`, `base_url` to `ATLASO_BASE_URL`
@@ -71,65 +60,24 @@ class Memory:
         max_retries: int = 2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if transport is not None and not isinstance(transport, httpx.BaseTransport):
-            raise ConfigValidationError(
-                f"transport must be an httpx.BaseTransport (e.g. httpx.MockTransport or "
-                f"httpx.HTTPTransport), not {type(transport).__name__}"
-                + (": pass Memory(transport=...) the transport, not a client" if isinstance(
-                    transport, (httpx.Client, httpx.AsyncClient)) else "")
-                + ("; AsyncMemory takes an httpx.AsyncBaseTransport" if isinstance(
-                    transport, httpx.AsyncBaseTransport) else "")
-            )  # fmt: skip
-        self._settings = resolve_settings(
+        check_transport(transport, httpx.BaseTransport)
+        settings = resolve_settings(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
             validate_user_id=validate_user_id,
         )
-        self._transport = transport
-        self._http: httpx.Client | None = None
-        self._lock = threading.Lock()
-        # Seams for tests: how a retry waits, and the jitter's source.
-        self._sleep: Callable[[float], object] = time.sleep
-        self._random: Callable[[], float] = random.random
+        super().__init__(settings, transport)
 
     @property
     def settings(self) -> Settings:
         """Where this client talks to, and where each setting came from."""
         return self._settings
 
-    def _client(self) -> httpx.Client:
-        with self._lock:
-            if self._http is None:
-                self._http = httpx.Client(timeout=self._settings.timeout, transport=self._transport)
-            return self._http
-
-    def _run(self, operation: ops.Operation[T]) -> T:
-        steps = exchange(self._settings, operation, rng=self._random)
-        reply: Any = None
-        while True:
-            try:
-                step = steps.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(step, Send):
-                try:
-                    reply = self._client().send(step.request, stream=step.stream)
-                    if step.stream and not reply.is_success:
-                        reply.read()  # an error's envelope, read whole
-                except httpx.TransportError as error:
-                    reply = error
-            else:
-                self._sleep(step.seconds)
-                reply = None
-
     def close(self) -> None:
         """Close the pooled connections; the client opens new ones if used again."""
-        with self._lock:
-            http, self._http = self._http, None
-        if http is not None:
-            http.close()
+        self._disconnect()
 
     def __enter__(self) -> Memory:
         return self
@@ -145,7 +93,7 @@ class Memory:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name)
 
     def __repr__(self) -> str:
-        return f"Memory(base_url={self._settings.base_url!r})"
+        return f"{type(self).__name__}(base_url={self._settings.base_url!r})"
 
     def for_user(self, user_id: str) -> UserHandle:
         """The handle for one memory owner (an agent's end user, e.g. "alice")."""
@@ -158,7 +106,7 @@ class Memory:
         """The calling key: name, channel, tier, permissions, prefix (`GET /keys/me`)."""
         return self._run(ops.key_info())
 
-    # The same methods as a handle's, naming the owner with `user_id=`.
+    # <generated from UserHandle by tools/generate_clients.py: edit the handle's methods, then run it>
 
     def add(
         self,
@@ -177,15 +125,26 @@ class Memory:
         belief: ops.BeliefLike | None = None,
         idempotency_key: str | None = None,
     ) -> AddResult:
+        """Write one claim through the gate. Without `idempotency_key` a random one guards retries."""
         return self.for_user(user_id).add(
-            text, polarity=polarity, evidence_grade=evidence_grade, scope=scope, tags=tags,
-            artifact_refs=artifact_refs, contradicts=contradicts, author=author, author_role=author_role,
-            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
-        )  # fmt: skip
+            text,
+            polarity=polarity,
+            evidence_grade=evidence_grade,
+            scope=scope,
+            tags=tags,
+            artifact_refs=artifact_refs,
+            contradicts=contradicts,
+            author=author,
+            author_role=author_role,
+            task_id=task_id,
+            belief=belief,
+            idempotency_key=idempotency_key,
+        )
 
     def add_many(
         self, items: Sequence[ops.ItemLike], *, user_id: str, on_gate_reject: str = "skip"
     ) -> AddManyResult:
+        """Import many claims, each with its own idempotency key; sent 1,000 to a request."""
         return self.for_user(user_id).add_many(items, on_gate_reject=on_gate_reject)
 
     def contradict(
@@ -206,11 +165,22 @@ class Memory:
         belief: ops.BeliefLike | None = None,
         idempotency_key: str | None = None,
     ) -> AddResult:
+        """Write a correction that supersedes `contradicts`; without a scope it joins their bag."""
         return self.for_user(user_id).contradict(
-            new_text, contradicts, reason=reason, polarity=polarity, evidence_grade=evidence_grade,
-            scope=scope, tags=tags, artifact_refs=artifact_refs, author=author, author_role=author_role,
-            task_id=task_id, belief=belief, idempotency_key=idempotency_key,
-        )  # fmt: skip
+            new_text,
+            contradicts,
+            reason=reason,
+            polarity=polarity,
+            evidence_grade=evidence_grade,
+            scope=scope,
+            tags=tags,
+            artifact_refs=artifact_refs,
+            author=author,
+            author_role=author_role,
+            task_id=task_id,
+            belief=belief,
+            idempotency_key=idempotency_key,
+        )
 
     def recall(
         self,
@@ -222,16 +192,23 @@ class Memory:
         include_superseded: bool = False,
         mode: RecallMode | None = None,
     ) -> SearchResults:
+        """Search the owner's memory; flags cover every matching bag, so `limit` cannot hide a conflict.
+
+        `mode`: "words" (full text), "meaning" (embeddings: a claim that says the same in other
+        words), "hybrid" (both, fused); None lets the server choose (hybrid where it can).
+        """
         return self.for_user(user_id).recall(
             query, limit=limit, scope=scope, include_superseded=include_superseded, mode=mode
         )
 
     def get(self, deposit_id: str, *, user_id: str) -> Deposit:
+        """One deposit with its audit state (`superseded_by`, `retracted`)."""
         return self.for_user(user_id).get(deposit_id)
 
     def list_recent(
         self, *, user_id: str, limit: int = 20, offset: int = 0, include_retracted: bool = False
     ) -> DepositPage:
+        """A page of the owner's deposits, newest first."""
         return self.for_user(user_id).list_recent(
             limit=limit, offset=offset, include_retracted=include_retracted
         )
@@ -239,17 +216,21 @@ class Memory:
     def iter_deposits(
         self, *, user_id: str, page_size: int = 200, include_retracted: bool = False
     ) -> Iterator[Deposit]:
+        """Every deposit, newest first, a page at a time (each once, though writes shift pages)."""
         return self.for_user(user_id).iter_deposits(page_size=page_size, include_retracted=include_retracted)
 
     def retract(
         self, deposit_id: str, *, user_id: str, reason: str, hard_delete: bool = False
     ) -> RetractResult:
+        """Soft-retract (kept for audit), or erase with `hard_delete=True` (needs the erase permission)."""
         return self.for_user(user_id).retract(deposit_id, reason=reason, hard_delete=hard_delete)
 
     def health(self, *, user_id: str, window_days: int = 30) -> Diagnostics:
+        """The Field Maturity Index and its pillars over the last `window_days`."""
         return self.for_user(user_id).health(window_days=window_days)
 
     def peek(self, *, user_id: str, limit: int = 10) -> PeekView:
+        """The newest live deposits, their count, the FMI, and whether a recent bag disagrees."""
         return self.for_user(user_id).peek(limit=limit)
 
     def bags(
@@ -261,17 +242,21 @@ class Memory:
         limit: int = 50,
         offset: int = 0,
     ) -> BagPage:
+        """The owner's scope bags with live statistics; `conflict=True` lists the disagreeing ones."""
         return self.for_user(user_id).bags(conflict=conflict, scope=scope, limit=limit, offset=offset)
 
     def bag(self, bag_id: str, *, user_id: str) -> Bag:
+        """One bag with its deposits, live and superseded, each marked."""
         return self.for_user(user_id).bag(bag_id)
 
     def belief(self, key: str, *, user_id: str) -> BeliefVerdict:
+        """What the memory asserts for a belief key, and how sure it is."""
         return self.for_user(user_id).belief(key)
 
     def beliefs(
         self, *, user_id: str, uncertain: bool | None = None, limit: int = 50, offset: int = 0
     ) -> BeliefPage:
+        """The owner's belief verdicts; `uncertain=True` lists those to ask about, not assert."""
         return self.for_user(user_id).beliefs(uncertain=uncertain, limit=limit, offset=offset)
 
     def observe(
@@ -285,17 +270,27 @@ class Memory:
         taint_tier: str | None = None,
         source_id: str | None = None,
     ) -> BeliefRevision:
+        """Record one observation of a belief; its weight comes from this key's channel, not its words."""
         return self.for_user(user_id).observe(
-            key, value, observed_at=observed_at, content_confidence=content_confidence,
-            taint_tier=taint_tier, source_id=source_id,
-        )  # fmt: skip
+            key,
+            value,
+            observed_at=observed_at,
+            content_confidence=content_confidence,
+            taint_tier=taint_tier,
+            source_id=source_id,
+        )
 
     def export(
         self, path_or_file: PathOrFile, *, user_id: str, include_retracted: bool = True
     ) -> ExportHeader:
+        """Write the owner's whole memory (atlaso-export v1) to a file, as it arrives.
+
+        Gzip when the file's name ends in `.gz`. Returns the export's header (counts of each kind).
+        """
         return self.for_user(user_id).export(path_or_file, include_retracted=include_retracted)
 
     def iter_export(self, *, user_id: str, include_retracted: bool = True) -> Iterator[dict[str, Any]]:
+        """The owner's export line by line as dicts, header first; stop anywhere."""
         return self.for_user(user_id).iter_export(include_retracted=include_retracted)
 
     def import_(
@@ -308,12 +303,20 @@ class Memory:
         on_gate_reject: str = "skip",
         progress: Progress | None = None,
     ) -> ImportResult:
+        """Import an atlaso-export file (plain or gzip), or a mem0 export with `format="mem0"`.
+
+        Sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
+        client does so itself, within `max_retries`). `progress` is called as it goes.
+        """
         return self.for_user(user_id).import_(
             path_or_file, format=format, dry_run=dry_run, on_gate_reject=on_gate_reject, progress=progress
         )
 
     def forget(self, *, user_id: str, confirm: str) -> ForgetResult:
+        """Forget this owner whole (needs the erase permission): `confirm` is the user_id again."""
         return self.for_user(user_id).forget(confirm=confirm)
+
+    # </generated>
 
 
 class UserHandle:
@@ -329,19 +332,20 @@ class UserHandle:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
-            "UserHandle is frozen: it cannot be rebound; use for_user(...) for another owner", name=name
+            f"{type(self).__name__} is frozen: it cannot be rebound; use for_user(...) for another owner",
+            name=name,
         )
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError("UserHandle is frozen", name=name)
+        raise AttributeError(f"{type(self).__name__} is frozen", name=name)
 
     def __getattr__(self, name: str) -> Any:
         if name in MUTATORS:
             immutable(name, "user.")
-        raise AttributeError(f"'UserHandle' object has no attribute {name!r}", name=name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name)
 
     def __repr__(self) -> str:
-        return f"UserHandle(user_id={self.user_id!r})"
+        return f"{type(self).__name__}(user_id={self.user_id!r})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, UserHandle):
@@ -512,8 +516,10 @@ class UserHandle:
         ))  # fmt: skip
 
     def export(self, path_or_file: PathOrFile, *, include_retracted: bool = True) -> ExportHeader:
-        """Write the owner's whole memory (atlaso-export v1) to a file, gzip when its name ends
-        in `.gz`, as it arrives; returns its header (counts of each kind)."""
+        """Write the owner's whole memory (atlaso-export v1) to a file, as it arrives.
+
+        Gzip when the file's name ends in `.gz`. Returns the export's header (counts of each kind).
+        """
         sink = ExportSink(path_or_file)
         response = self._memory._run(
             ops.export(self.user_id, include_retracted=include_retracted, gzip=sink.gzip)
@@ -549,9 +555,11 @@ class UserHandle:
         on_gate_reject: str = "skip",
         progress: Progress | None = None,
     ) -> ImportResult:
-        """Import an atlaso-export file (plain or gzip) or, with `format="mem0"`, a mem0 export,
-        sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
-        client does so itself, within `max_retries`). `progress` is called as it goes."""
+        """Import an atlaso-export file (plain or gzip), or a mem0 export with `format="mem0"`.
+
+        Sent as it is read. Idempotent as a whole: a run cut short is run again to finish (this
+        client does so itself, within `max_retries`). `progress` is called as it goes.
+        """
         source = ImportSource(path_or_file, progress=progress)
         return self._memory._run(ops.import_(
             self.user_id, source.chunks, length=source.length, format=format, dry_run=dry_run,

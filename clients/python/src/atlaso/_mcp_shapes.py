@@ -11,8 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict
 
-Polarity = Literal["positive", "negative", "cautionary", "open"]
-EvidenceGrade = Literal["anecdotal", "observed", "replicated", "verified"]
+from atlaso._types import EvidenceGrade, MatchedBy, Polarity, RetractMode
 
 
 # A misspelt facet ("environment") must fail the call, not vanish and store an unscoped claim.
@@ -136,7 +135,7 @@ class SearchResultOut(TypedDict):
     superseded: bool
     explain: str
     belief: HitBeliefOut | None
-    matched_by: Literal["words", "meaning", "both"]
+    matched_by: MatchedBy
     author: str | None
     author_role: str | None
     channel: str | None
@@ -165,7 +164,7 @@ class DepositPageOut(TypedDict):
 class RetractResultOut(TypedDict):
     kind: Literal["retract_result"]
     deposit_id: str
-    mode: Literal["soft", "hard"]
+    mode: RetractMode
     contradicts_preserved: list[str]
 
 

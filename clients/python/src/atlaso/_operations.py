@@ -51,10 +51,6 @@ ItemLike = AddItem | Mapping[str, Any]
 IdLike = Any
 ITEM_FIELDS = tuple(f.name for f in fields(AddItem))
 
-IMMUTABLE_MESSAGE = (
-    'deposits are immutable. Use user.contradict(new_text, contradicts=[old.id], reason="…") instead.'
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Operation(Generic[T]):
@@ -581,8 +577,11 @@ def import_(
     dry_run: bool = False,
     on_gate_reject: str = "skip",
 ) -> Operation[ImportResult]:
-    """An import of a body `content()` makes (again for each attempt: the import is idempotent
-    as a whole, so a retry after a cut connection writes only what the first did not)."""
+    """An import of a body `content()` makes, made again for each attempt.
+
+    The import is idempotent as a whole, so a retry after a cut connection writes only what the
+    first did not.
+    """
     if format not in IMPORT_FORMATS:
         raise InputValidationError(
             f"format must be one of: {', '.join(IMPORT_FORMATS)}", field="format", allowed=IMPORT_FORMATS

@@ -1,5 +1,7 @@
-"""The progress bar `atlaso import` shows on a terminal: lines, deposits/s and time left, drawn by
-rich (the `cli` extra: pip install "atlaso[cli]"), on stderr, so stdout keeps the result."""
+"""The progress bar `atlaso import` shows on a terminal: lines, deposits/s and time left.
+
+Drawn by rich (the `cli` extra: pip install "atlaso[cli]"), on stderr, so stdout keeps the result.
+"""
 
 from __future__ import annotations
 

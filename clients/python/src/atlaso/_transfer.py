@@ -103,8 +103,10 @@ class ExportSink:
 
 @dataclass(frozen=True, slots=True)
 class ImportProgress:
-    """How far an import has been sent: lines and deposits (where the file says how many it
-    holds, `total_lines` and the time left), bytes, and the time since it started."""
+    """How far an import has been sent: lines, deposits, bytes, and the time since it started.
+
+    Where the file says how many lines it holds, also `total_lines` and the time left.
+    """
 
     lines: int
     deposits: int

@@ -18,6 +18,10 @@ ReproStatus = Literal["unreplicated", "replicated", "failed_repro"]
 # How recall finds deposits, and which of its rankings found a hit.
 RecallMode = Literal["words", "meaning", "hybrid"]
 MatchedBy = Literal["words", "meaning", "both"]
+# How a deposit is withdrawn (retract's `mode`): kept for audit, or erased.
+RetractMode = Literal["soft", "hard"]
+# What a bulk write does when the gate refuses an item: commit the rest, or nothing.
+OnGateReject = Literal["skip", "abort"]
 Wire = Mapping[str, Any]
 
 FACETS = ("model", "dataset", "env", "version", "n", "seed")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, NoReturn
 
-from atlaso._errors import InputValidationError
+import httpx
+
+from atlaso._errors import ConfigValidationError, InputValidationError
 from atlaso._invisible import INVISIBLE_RANGES
 
 POLARITY_MEANINGS = {
@@ -36,6 +38,16 @@ ENUMS = {
     "on_gate_reject": ON_GATE_REJECT_MEANINGS,
     "mode": RECALL_MODE_MEANINGS,
 }
+# Each client's kind of transport: the client that takes it, and the transport to name as an example.
+TRANSPORTS: dict[type[httpx.BaseTransport | httpx.AsyncBaseTransport], tuple[str, str]] = {
+    httpx.BaseTransport: ("Memory", "httpx.HTTPTransport"),
+    httpx.AsyncBaseTransport: ("AsyncMemory", "httpx.AsyncHTTPTransport"),
+}
+# Names a reader may reach for to change a deposit; the error says what to do instead.
+MUTATORS = frozenset({"update", "edit"})
+IMMUTABLE_MESSAGE = (
+    'deposits are immutable. Use user.contradict(new_text, contradicts=[old.id], reason="…") instead.'
+)
 
 
 def enum_message(field: str) -> str:
@@ -55,6 +67,28 @@ def check_enum(field: str, value: Any, *, at: str | None = None) -> None:
         raise InputValidationError(
             where + enum_message(field), field=at or field, allowed=tuple(ENUMS[field])
         )
+
+
+def check_transport(transport: object, kind: type[httpx.BaseTransport | httpx.AsyncBaseTransport]) -> None:
+    """Refuse a `transport` that is not of the `kind` its client sends with, saying what to pass."""
+    if transport is None or isinstance(transport, kind):
+        return
+    client, example = TRANSPORTS[kind]
+    message = (
+        f"transport must be an httpx.{kind.__name__} (e.g. httpx.MockTransport or {example}), "
+        f"not {type(transport).__name__}"
+    )
+    if isinstance(transport, (httpx.Client, httpx.AsyncClient)):
+        message += f": pass {client}(transport=...) the transport, not a client"
+    for other, (other_client, _) in TRANSPORTS.items():
+        if other is not kind and isinstance(transport, other):
+            message += f"; {other_client} takes an httpx.{other.__name__}"
+    raise ConfigValidationError(message)
+
+
+def immutable(name: str, owner: str) -> NoReturn:
+    """Answer a reach for `update` or `edit` (`MUTATORS`) with what to do instead, on `owner`."""
+    raise AttributeError(IMMUTABLE_MESSAGE.replace("user.", owner), name=name)
 
 
 def check_range(field: str, value: Any, low: int, high: int) -> None:

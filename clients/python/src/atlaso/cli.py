@@ -1,5 +1,6 @@
-"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, `export`, `import`, `forget`, and
-`mcp` (the MCP server).
+"""The `atlaso` command: `doctor`, `recall`, `add`, `health`, `export`, `import`, `forget`, `mcp`.
+
+`atlaso mcp` is the MCP server.
 
 Each prints for a person by default and the wire form with `--json`; a failure prints one line
 saying what went wrong (and what to do) on stderr and exits 1. Usage errors exit 2.
@@ -29,9 +30,15 @@ from atlaso._errors import (
     ConnectError,
     RequestTimeoutError,
 )
+from atlaso._operations import IMPORT_FORMATS
 from atlaso._progress import import_bar
 from atlaso._types import Scope, SearchResults
-from atlaso._validation import EVIDENCE_GRADE_MEANINGS, POLARITY_MEANINGS
+from atlaso._validation import (
+    EVIDENCE_GRADE_MEANINGS,
+    ON_GATE_REJECT_MEANINGS,
+    POLARITY_MEANINGS,
+    RECALL_MODE_MEANINGS,
+)
 
 
 def _scope_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     recall.add_argument("--include-superseded", action="store_true", help="also show superseded deposits")
     recall.add_argument(
         "--mode",
-        choices=("words", "meaning", "hybrid"),
+        choices=list(RECALL_MODE_MEANINGS),
         help="words (full text), meaning (embeddings), hybrid (both); default: the server's choice",
     )
     _scope_arguments(recall)
@@ -101,9 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     imports.add_argument(
         "file", help="an atlaso-export file (plain or .gz), or with --format mem0 a mem0 export"
     )
-    imports.add_argument("--format", choices=["atlaso", "mem0"], default="atlaso")
+    imports.add_argument("--format", choices=list(IMPORT_FORMATS), default="atlaso")
     imports.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
-    imports.add_argument("--on-gate-reject", choices=["skip", "abort"], default="skip")
+    imports.add_argument("--on-gate-reject", choices=list(ON_GATE_REJECT_MEANINGS), default="skip")
     imports.add_argument("--json", action="store_true", help="print the wire form, and no progress bar")
 
     forget = commands.add_parser("forget", help="forget an owner whole (needs a key with erase)")

@@ -1,5 +1,6 @@
-"""`atlaso mcp`: Atlaso's memory as MCP tools, resources and prompts, for Claude Desktop, Claude
-Code, Cursor, the OpenAI Agents SDK and other agent hosts.
+"""`atlaso mcp`: Atlaso's memory as MCP tools, resources and prompts, for agent hosts.
+
+For Claude Desktop, Claude Code, Cursor, the OpenAI Agents SDK and others.
 
 Built on the official `mcp` SDK (`pip install "atlaso[mcp]"`). Each tool calls the HTTP API
 through `AsyncMemory` and answers twice: structured content (the API's wire object, each recall
@@ -63,9 +64,7 @@ from atlaso._mcp_shapes import (
     DepositOut,
     DepositPageOut,
     DiagnosticsOut,
-    EvidenceGrade,
     PeekOut,
-    Polarity,
     RetractResultOut,
     ScopeFilterIn,
     ScopeIn,
@@ -73,7 +72,7 @@ from atlaso._mcp_shapes import (
     SettleOut,
 )
 from atlaso._plan import adrive
-from atlaso._types import Bag, Scope
+from atlaso._types import Bag, EvidenceGrade, OnGateReject, Polarity, RecallMode, RetractMode, Scope
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,8 +98,10 @@ MAX_CALLER_KEYS = 32
 
 
 class _Keys:
-    """The memory each request is served with: its own `Authorization: Bearer` key's over HTTP,
-    else the server's (ATLASO_API_KEY), so one server serves several agents, each as itself."""
+    """The memory each request is served with, so one server serves several agents, each as itself.
+
+    Over HTTP, a request's own `Authorization: Bearer` key's; else the server's (ATLASO_API_KEY).
+    """
 
     def __init__(self, memory: AsyncMemory) -> None:
         self.memory = memory
@@ -206,16 +207,17 @@ def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 def _owner_help(default_user: str | None) -> str:
-    """The owner argument's description: it tells the truth about this server, its default owner
-    or that it has none."""
+    """The owner argument's description: this server's default owner, or that it has none."""
     if default_user:
         return f"{USER_ID_HELP} Leave it out for this server's default owner, {default_user!r}."
     return f"{USER_ID_HELP} Required: this server has no default owner (ATLASO_USER is unset)."
 
 
 class _Toolbox:
-    """What the tools of one server share: its keys, its default owner and its dashboard, and
-    `tool`, which makes a tool with the owner argument described for this server."""
+    """What the tools of one server share: its keys, its default owner and its dashboard.
+
+    `tool` makes a tool with the owner argument described for this server.
+    """
 
     def __init__(self, memory: AsyncMemory, default_user: str | None) -> None:
         self.keys = _Keys(memory)
@@ -332,7 +334,7 @@ def _recall_tool(box: _Toolbox) -> None:
             bool, Field(description="Also return claims a correction superseded (for audit).")
         ] = False,
         mode: Annotated[
-            Literal["words", "meaning", "hybrid"] | None,
+            RecallMode | None,
             Field(
                 description="How to find claims. Leave it out (the server uses hybrid when it can) or "
                 "hybrid for most questions. words: exact terms the claim must share (a name, an id, "
@@ -422,7 +424,7 @@ def _retract_tool(box: _Toolbox) -> None:
         deposit_id: Annotated[str, Field(description="The deposit to retract.")],
         reason: Annotated[str, Field(description="Why it is withdrawn.")],
         mode: Annotated[
-            Literal["soft", "hard"],
+            RetractMode,
             Field(
                 description="soft: mark it retracted, keep it for audit (the usual choice); hard: erase "
                 "it for good (GDPR; needs a key with the erase permission)."
@@ -474,7 +476,7 @@ def _add_many_tool(box: _Toolbox) -> None:
             Field(min_length=1, description="The claims, each with its own idempotency_key."),
         ],
         on_gate_reject: Annotated[
-            Literal["skip", "abort"],
+            OnGateReject,
             Field(
                 description="skip: store every item that passes and report the rest; abort: store nothing if one fails."
             ),
@@ -646,8 +648,9 @@ def _settle_tool(box: _Toolbox) -> None:
 async def _write_settlement(
     box: _Toolbox, ctx: Context, owner: str, bag: Bag, holds: str, reason: str
 ) -> dict[str, Any]:
-    """The correction the person's answer makes: the side that holds, restated once, superseding
-    every live claim of the other sides, with the person's words as its reason.
+    """The correction the person's answer makes: the side that holds, restated once.
+
+    It supersedes every live claim of the other sides, with the person's words as its reason.
 
     It copies the kept claims' best grade, facets and artifacts, so it passes the gate whenever
     they did, as the dashboard's resolution does; it is written on this caller's key's channel.

@@ -1,4 +1,6 @@
-"""Atlaso in agent frameworks: `atlaso.integrations.langgraph` (LangGraph's store) and
-`atlaso.integrations.langchain` (a retriever and tools). Each is an extra of the package
-(`pip install "atlaso[langgraph]"`, `"atlaso[langchain]"`) and imports its framework only when
-it is itself imported; this package imports nothing."""
+"""Atlaso in agent frameworks: LangGraph's store, and LangChain's retriever and tools.
+
+`atlaso.integrations.langgraph` and `atlaso.integrations.langchain` are each an extra of the
+package (`pip install "atlaso[langgraph]"`, `"atlaso[langchain]"`) and import their framework
+only when they are themselves imported; this package imports nothing.
+"""

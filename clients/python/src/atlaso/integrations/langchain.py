@@ -48,9 +48,9 @@ from atlaso._agent_tools import (
 from atlaso._async_client import AsyncUserHandle
 from atlaso._client import UserHandle
 from atlaso._errors import AtlasoError
-from atlaso._mcp_shapes import EvidenceGrade, Polarity, ScopeFilterIn, ScopeIn
+from atlaso._mcp_shapes import ScopeFilterIn, ScopeIn
 from atlaso._plan import Plan, adrive, drive
-from atlaso._types import AddResult, RecallMode, SearchResults
+from atlaso._types import AddResult, EvidenceGrade, Polarity, RecallMode, SearchResults
 
 T = TypeVar("T")
 Handle = UserHandle | AsyncUserHandle

@@ -313,8 +313,10 @@ def _listing_owner(op: ListNamespacesOp) -> str:
 def _read(
     owners: Sequence[str], recalls: Sequence[ops.Operation[SearchResults]]
 ) -> Plan[tuple[list[SearchResults], dict[str, _Owner]]]:
-    """The recalls' answers, and every non-retracted deposit of each owner: the recalls and each
-    owner's first page together, then every further page together."""
+    """The recalls' answers, and every non-retracted deposit of each owner.
+
+    The recalls and each owner's first page are asked together, then every further page together.
+    """
     answers = yield [*recalls, *(ops.list_recent(owner, limit=PAGE) for owner in owners)]
     found: list[SearchResults] = answers[: len(recalls)]
     firsts: list[DepositPage] = answers[len(recalls) :]

@@ -1,6 +1,8 @@
-"""Transport faults with httpx.MockTransport: what is retried, how often, after which waits, and
-that a retried write carries the same idempotency key so it lands once. Only the network is
-replaced; the sleep is injected, so the waits are read, not slept."""
+"""Transport faults with httpx.MockTransport: what is retried, how often, after which waits.
+
+And that a retried write carries the same idempotency key, so it lands once. Only the network
+is replaced; the sleep is injected, so the waits are read, not slept.
+"""
 
 from __future__ import annotations
 
