@@ -96,8 +96,8 @@ def client_table() -> str:
     """The client's copy of INVISIBLE_RANGES, as the source of clients/python/src/atlaso/_invisible.py."""
     rows = "".join(f"    (0x{first:04X}, 0x{last:04X}),\n" for first, last in INVISIBLE_RANGES)
     return (
-        '"""The characters that show nothing and are not whitespace, as (first, last) code point runs:\n'
-        "text made only of these and whitespace is empty, as the server counts it.\n\n"
+        '"""The characters that show nothing and are not whitespace, as (first, last) code point runs.\n\n'
+        "Text made only of these and whitespace is empty, as the server counts it.\n\n"
         "Generated from the server's rule (atlaso_site.lib.text, by Unicode's properties) with\n"
         "`python -m atlaso_site.lib.text > clients/python/src/atlaso/_invisible.py`; a test holds\n"
         'the two equal over all of Unicode. Not edited by hand.\n"""\n\n'

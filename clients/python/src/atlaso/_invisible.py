@@ -1,5 +1,6 @@
-"""The characters that show nothing and are not whitespace, as (first, last) code point runs:
-text made only of these and whitespace is empty, as the server counts it.
+"""The characters that show nothing and are not whitespace, as (first, last) code point runs.
+
+Text made only of these and whitespace is empty, as the server counts it.
 
 Generated from the server's rule (atlaso_site.lib.text, by Unicode's properties) with
 `python -m atlaso_site.lib.text > clients/python/src/atlaso/_invisible.py`; a test holds
