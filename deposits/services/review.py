@@ -16,15 +16,9 @@ from django.utils import timezone
 
 from atlaso_site.lib.errors import CONFLICT, AtlasoError, invalid, not_found
 from beliefs.models import HUMAN_REVIEW_CHANNEL
-from deposits.domain.review import claim_that_holds, held_message, minutes_left
-from deposits.domain.types import DIRECTIONAL, EVIDENCE_GRADES, FACETS
-from deposits.domain.validation import (
-    MAX_CONTENT,
-    validate_content,
-    validate_correction,
-    validate_reason,
-    validate_user_id,
-)
+from deposits.domain.review import held_message, minutes_left, resolution_correction
+from deposits.domain.types import DIRECTIONAL, FACETS
+from deposits.domain.validation import validate_content, validate_reason, validate_user_id
 from deposits.models import (
     ConflictEpisode,
     Deposit,
@@ -231,24 +225,17 @@ def bag_resolve(
             Deposit.objects.filter(user_id=user_id, bag_id=bag_id).live().directional().order_by("created_at")
         )
         kept = _kept(live, keep, side)
-        grade = max((d.evidence_grade for d in kept), key=EVIDENCE_GRADES.index)
-        artifacts = list(dict.fromkeys(ref for d in kept for ref in d.artifact_refs))
         overruled = [str(d.pk) for d in live if d not in kept]
-        content = stated or _kept_claim(kept)
-        data = {
-            "content": content,
-            "polarity": kept[0].polarity,
-            "evidence_grade": grade,
-            "scope": {facet: getattr(bag, facet) for facet in FACETS},
-            "artifact_refs": artifacts,
-            "contradicts": overruled,
-            "author": reviewer,
-            "author_role": "reviewer",
-            "reason": reason,
-        }
-        result = deposit_contradict(
-            correction=validate_correction(user_id, data), channel=HUMAN_REVIEW_CHANNEL
+        correction = resolution_correction(
+            user_id=user_id,
+            facets={facet: getattr(bag, facet) for facet in FACETS},
+            kept=kept,
+            overruled=overruled,
+            stated=stated,
+            reason=reason,
+            reviewer=reviewer,
         )
+        result = deposit_contradict(correction=correction, channel=HUMAN_REVIEW_CHANNEL)
         resolution = Resolution.objects.create(
             deposit_id=result.deposit.id,
             user_id=user_id,
@@ -266,18 +253,6 @@ def bag_resolve(
         ReviewClaim.objects.filter(bag_id=bag_id).delete()
         ReviewSkip.objects.filter(bag_id=bag_id).delete()
         return result
-
-
-def _kept_claim(kept: list[Deposit]) -> str:
-    """The claim that holds when the reviewer states none: the kept deposits' contents."""
-    claim = claim_that_holds(d.content for d in kept)
-    if len(claim) > MAX_CONTENT:
-        raise invalid(
-            "holds",
-            f"the kept deposits' contents come to {len(claim)} characters together, over the "
-            f"{MAX_CONTENT} one claim may hold: say what holds in fewer words",
-        )
-    return claim
 
 
 def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[Deposit]:
