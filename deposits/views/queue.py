@@ -52,6 +52,16 @@ class QueueEntry:
         return self.item.bag.has_disagreement and self.item.more == 0 and not self.held_by_other
 
 
+def _in_place(items: Sequence[QueueItem], refused: QueueItem) -> list[QueueItem]:
+    """The items with the refused Resolve's bag in its place, or first when it left the page meanwhile."""
+    shown = list(items)
+    at = next((i for i, item in enumerate(shown) if item.bag.bag_id == refused.bag.bag_id), None)
+    if at is None:
+        return [refused, *shown]
+    shown[at] = refused
+    return shown
+
+
 def queue_entries(
     items: Sequence[QueueItem], *, reviewer: str, refused: Refused | None = None
 ) -> list[QueueEntry]:
@@ -60,19 +70,14 @@ def queue_entries(
     A refused Resolve is shown in its bag's place with what was sent, or first when its bag left
     the page meanwhile.
     """
-    shown = list(items)
     forms: dict[str, ResolveForm] = {}
     if refused is not None:
         item, forms[item.bag.bag_id] = refused
-        at = next((i for i, each in enumerate(shown) if each.bag.bag_id == item.bag.bag_id), None)
-        if at is None:
-            shown.insert(0, item)
-        else:
-            shown[at] = item
-    tiers = channel_tiers(d.channel for item in shown for d in item.deposits)
-    claims = claims_on(item.bag.bag_id for item in shown)
+        items = _in_place(items, item)
+    tiers = channel_tiers(d.channel for item in items for d in item.deposits)
+    claims = claims_on(item.bag.bag_id for item in items)
     entries = []
-    for item in shown:
+    for item in items:
         claim = claims.get(item.bag.bag_id)
         entries.append(
             QueueEntry(
