@@ -16,15 +16,9 @@ from django.utils import timezone
 
 from atlaso_site.lib.errors import CONFLICT, AtlasoError, invalid, not_found
 from beliefs.models import HUMAN_REVIEW_CHANNEL
-from deposits.domain.review import claim_that_holds, held_message
-from deposits.domain.types import DIRECTIONAL, EVIDENCE_GRADES, FACETS
-from deposits.domain.validation import (
-    MAX_CONTENT,
-    validate_content,
-    validate_correction,
-    validate_reason,
-    validate_user_id,
-)
+from deposits.domain.review import held_message, resolution_correction
+from deposits.domain.types import DIRECTIONAL, FACETS
+from deposits.domain.validation import validate_content, validate_reason, validate_user_id
 from deposits.models import (
     ConflictEpisode,
     Deposit,
@@ -54,9 +48,9 @@ def claim_span() -> timedelta:
 def claim_next(
     *, reviewer: str, owner_prefix: str = "", now: datetime | None = None
 ) -> tuple[str, str] | None:
-    """Claim the conflict the desk shows `reviewer`: theirs if they hold one in the filter, else
-    the oldest nobody holds (their skips last). (user_id, bag_id), or None when none is free.
+    """Claim the conflict the desk shows `reviewer`: (user_id, bag_id), or None when none is free.
 
+    It is theirs if they hold one in the filter, else the oldest nobody holds (their skips last).
     A race lost (another reviewer claimed the same bag first) writes nothing; asking again sees
     that claim and moves on, so every answer is a bag held by `reviewer` alone.
     """
@@ -120,8 +114,10 @@ def claim_release(*, bag_id: str, reviewer: str | None = None) -> None:
 
 
 def claims_release_others(*, reviewer: str, owner_prefix: str, keep: str) -> int:
-    """Release the reviewer's claims in the desk's filter but `keep`, the one the desk shows:
-    the desk shows one conflict at a time, so holding others would only keep them from others."""
+    """Release the reviewer's claims in the desk's filter but `keep`, the one the desk shows.
+
+    The desk shows one conflict at a time, so holding others would only keep them from others.
+    """
     claims = ReviewClaim.objects.filter(reviewer=reviewer, user_id__startswith=owner_prefix).exclude(
         bag_id=keep
     )
@@ -168,8 +164,10 @@ def conflict_skip(
 
 
 def skip_return(*, reviewer: str, user_id: str, bag_id: str, now: datetime | None = None) -> bool:
-    """Back to a skipped conflict: the skip is forgotten and the bag claimed; False if another
-    reviewer holds it meanwhile (the skip is forgotten all the same)."""
+    """Back to a skipped conflict: the skip is forgotten and the bag claimed; whether it is held now.
+
+    False when another reviewer holds it meanwhile (the skip is forgotten all the same).
+    """
     with transaction.atomic():
         ReviewSkip.objects.filter(reviewer=reviewer, bag_id=bag_id).delete()
         return claim_bag(reviewer=reviewer, user_id=user_id, bag_id=bag_id, now=now)
@@ -188,9 +186,10 @@ def bag_resolve(
     holds: str = "",
     reviewer: str,
 ) -> AddResult:
-    """A reviewer settles a bag in conflict: one `human_review` deposit that keeps `keep` (or,
-    with `side`, every live deposit of that polarity) and contradicts every other live
-    directional deposit of the bag, in one transaction, with its Resolution record.
+    """A reviewer settles a bag in conflict with one `human_review` deposit and its Resolution record.
+
+    In one transaction, the deposit keeps `keep` (or, with `side`, every live deposit of that
+    polarity) and contradicts every other live directional deposit of the bag.
 
     Its content is the claim that holds, what recall returns from then on: `holds` as the
     reviewer put it, or else the kept deposits' contents; `reason` (why) goes on its edges, so a
@@ -231,24 +230,17 @@ def bag_resolve(
             Deposit.objects.filter(user_id=user_id, bag_id=bag_id).live().directional().order_by("created_at")
         )
         kept = _kept(live, keep, side)
-        grade = max((d.evidence_grade for d in kept), key=EVIDENCE_GRADES.index)
-        artifacts = list(dict.fromkeys(ref for d in kept for ref in d.artifact_refs))
         overruled = [str(d.pk) for d in live if d not in kept]
-        content = stated or _kept_claim(kept)
-        data = {
-            "content": content,
-            "polarity": kept[0].polarity,
-            "evidence_grade": grade,
-            "scope": {facet: getattr(bag, facet) for facet in FACETS},
-            "artifact_refs": artifacts,
-            "contradicts": overruled,
-            "author": reviewer,
-            "author_role": "reviewer",
-            "reason": reason,
-        }
-        result = deposit_contradict(
-            correction=validate_correction(user_id, data), channel=HUMAN_REVIEW_CHANNEL
+        correction = resolution_correction(
+            user_id=user_id,
+            facets={facet: getattr(bag, facet) for facet in FACETS},
+            kept=kept,
+            overruled=overruled,
+            stated=stated,
+            reason=reason,
+            reviewer=reviewer,
         )
+        result = deposit_contradict(correction=correction, channel=HUMAN_REVIEW_CHANNEL)
         resolution = Resolution.objects.create(
             deposit_id=result.deposit.id,
             user_id=user_id,
@@ -266,18 +258,6 @@ def bag_resolve(
         ReviewClaim.objects.filter(bag_id=bag_id).delete()
         ReviewSkip.objects.filter(bag_id=bag_id).delete()
         return result
-
-
-def _kept_claim(kept: list[Deposit]) -> str:
-    """The claim that holds when the reviewer states none: the kept deposits' contents."""
-    claim = claim_that_holds(d.content for d in kept)
-    if len(claim) > MAX_CONTENT:
-        raise invalid(
-            "holds",
-            f"the kept deposits' contents come to {len(claim)} characters together, over the "
-            f"{MAX_CONTENT} one claim may hold: say what holds in fewer words",
-        )
-    return claim
 
 
 def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[Deposit]:
@@ -306,9 +286,11 @@ def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[De
 
 
 def resolution_undo(*, user_id: str, deposit_id: str, reviewer: str) -> Resolution:
-    """Undo a resolution: soft-retract its deposit (reason "undone by <reviewer>"), so what it
-    superseded is live again and the bag is back in conflict, its episode reopened; the bag's
-    claim is released. Refused when it was undone (or its deposit retracted) already."""
+    """Undo a resolution: soft-retract its deposit (reason "undone by <reviewer>").
+
+    What it superseded is live again and the bag is back in conflict, its episode reopened; the
+    bag's claim is released. Refused when it was undone (or its deposit retracted) already.
+    """
     with transaction.atomic():
         resolution = (
             Resolution.objects.select_for_update()
@@ -341,7 +323,6 @@ __all__ = [
     "claim_take_over",
     "claims_release_others",
     "conflict_skip",
-    "held_message",
     "resolution_undo",
     "skip_return",
     "taken_from",

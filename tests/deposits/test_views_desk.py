@@ -1,5 +1,7 @@
-"""The review desk, the resolved list, Take over and Undo as pages (no JavaScript: forms post and
-redirect; htmx requests get the desk alone)."""
+"""The review desk, the resolved list, Take over and Undo as pages, without JavaScript.
+
+Forms post and redirect; htmx requests get the desk alone.
+"""
 
 from __future__ import annotations
 

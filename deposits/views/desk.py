@@ -1,5 +1,4 @@
-"""The review desk: one conflict at a time, claimed for its reviewer; Skip, Take over, Undo, and
-the list of resolutions.
+"""The review desk: one conflict at a time, claimed for its reviewer; Skip, Take over and Undo.
 
 The desk hands out the conflict the reviewer holds, or claims the oldest nobody holds (their
 skips last); its actions answer with the next one in place (htmx) or redirect back to it.
@@ -7,6 +6,8 @@ skips last); its actions answer with the next one in place (htmx) or redirect ba
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -18,11 +19,10 @@ from django_htmx.http import push_url
 
 from atlaso_site.access.roles import reviewer_required
 from atlaso_site.lib.errors import NOT_FOUND, AtlasoError
-from atlaso_site.ui.pages import Pager, flash, offset_of, owner_view
-from deposits.domain.types import DIRECTIONAL
-from deposits.forms import QUEUE_PAGE_SIZE, DeskFilter, DeskResolveForm, NextForm, ResolvedFilter, SkipForm
-from deposits.selectors.bags import bag_detail
-from deposits.selectors.review import claim_on, conflict_since, desk_progress, resolution_page, skipped_by
+from atlaso_site.ui.pages import flash, owner_view
+from deposits.forms import DeskFilter, DeskResolveForm, NextForm, SkipForm
+from deposits.selectors.bags import Bag, bag_detail
+from deposits.selectors.review import Claim, claim_on, conflict_since, desk_progress, skipped_by
 from deposits.services.review import (
     ALREADY_RESOLVED,
     claim_bag,
@@ -36,32 +36,63 @@ from deposits.services.review import (
     skip_return,
     taken_from,
 )
-from deposits.views import _bag_id, _groups, _resolve, _rows, last_resolution, refused_form, refused_redirect
+from deposits.views.shared import (
+    Group,
+    checked_bag_id,
+    conflict_sides,
+    last_resolution,
+    refused_form,
+    refused_redirect,
+    resolve,
+    reviewer_of,
+)
+
+# How many claimed conflicts the desk looks past when an agent resolved them meanwhile.
+CLAIM_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DeskConflict:
+    """The conflict the desk shows: its bag, its live deposits by side, since when, who is on it."""
+
+    bag: Bag
+    sides: tuple[Group, ...]
+    since: datetime | None
+    claim: Claim | None
 
 
 def _desk_url(owner: str) -> str:
+    """The desk's address with its owner filter."""
     return reverse("deposits:desk") + (f"?{urlencode({'owner': owner})}" if owner else "")
-
-
-def _reviewer(request: HttpRequest) -> str:
-    return request.user.get_username()
 
 
 def _tell_taken_over(request: HttpRequest) -> None:
     """A reviewer's next page after someone took their conflict over says so, once."""
-    for claim in taken_from(reviewer=_reviewer(request)):
+    for claim in taken_from(reviewer=reviewer_of(request)):
         flash(request, f"{claim.reviewer} took over {claim.user_id}’s conflict from you; it is theirs now.")
 
 
-def _conflict(user_id: str, bag_id: str) -> dict[str, object] | None:
-    """What the desk shows of one conflict: its live directional deposits by side, in the order
-    positive, negative, cautionary; None when it is no longer in conflict."""
+def _conflict(user_id: str, bag_id: str) -> DeskConflict | None:
+    """One conflict as the desk shows it (positive, negative, cautionary); None once it is resolved."""
     bag = bag_detail(user_id=user_id, bag_id=bag_id)
     if not bag.has_disagreement:
         return None
     live = [d for d in bag.deposits if d.is_live]
-    sides = _groups(_rows(live), bag.stats, DIRECTIONAL)
-    return {"bag": bag, "sides": sides, "since": conflict_since(user_id, bag_id), "claim": claim_on(bag_id)}
+    since = conflict_since(user_id, bag_id)
+    return DeskConflict(bag=bag, sides=conflict_sides(live, bag.stats), since=since, claim=claim_on(bag_id))
+
+
+def _claimed_conflict(reviewer: str, owner: str) -> DeskConflict | None:
+    """The conflict the desk claims for the reviewer now, releasing the others they held in the filter."""
+    for _attempt in range(CLAIM_ATTEMPTS):
+        claimed = claim_next(reviewer=reviewer, owner_prefix=owner)
+        if claimed is None:
+            return None
+        conflict = _conflict(*claimed)
+        if conflict is not None:
+            claims_release_others(reviewer=reviewer, owner_prefix=owner, keep=claimed[1])
+            return conflict
+    return None
 
 
 def _desk(
@@ -72,23 +103,16 @@ def _desk(
     form: DeskResolveForm | None = None,
     skip_form: SkipForm | None = None,
 ) -> HttpResponse:
-    """The desk page (htmx: the desk alone). `shown`: a conflict to show again (a refused
-    action's), else the one the desk claims for the reviewer now."""
-    reviewer = _reviewer(request)
+    """The desk page (htmx: the desk alone).
+
+    `shown`: a conflict to show again (a refused action's), else the one the desk claims for the
+    reviewer now.
+    """
+    reviewer = reviewer_of(request)
     _tell_taken_over(request)
-    conflict = None
-    if shown is not None:
-        conflict = _conflict(*shown)
+    conflict = _conflict(*shown) if shown is not None else None
     if conflict is None:
-        for _attempt in range(3):  # a claimed bag resolved by an agent meanwhile: the next one
-            claimed = claim_next(reviewer=reviewer, owner_prefix=owner)
-            if claimed is None:
-                break
-            conflict = _conflict(*claimed)
-            if conflict is not None:
-                claims_release_others(reviewer=reviewer, owner_prefix=owner, keep=claimed[1])
-                break
-    failed = request.method == "POST" and skip_form is not None and bool(skip_form.errors)
+        conflict = _claimed_conflict(reviewer, owner)
     context = {
         "owner": owner,
         "conflict": conflict,
@@ -104,18 +128,8 @@ def _desk(
     if request.htmx:
         response = render(request, "deposits/desk.html#desk", context)
         return push_url(response, _desk_url(owner))
+    failed = request.method == "POST" and skip_form is not None and bool(skip_form.errors)
     return render(request, "deposits/desk.html", context, status=422 if failed else 200)
-
-
-@reviewer_required
-@require_GET
-def desk(request: HttpRequest) -> HttpResponse:
-    owner = DeskFilter(request.GET).owner_prefix()
-    refused = refused_form(request, "desk", DeskResolveForm)
-    if refused is not None:
-        user_id, bag_id, form = refused
-        return _desk(request, owner, shown=(user_id, bag_id), form=form)
-    return _desk(request, owner)
 
 
 def _after(request: HttpRequest, owner: str) -> HttpResponse:
@@ -126,26 +140,40 @@ def _after(request: HttpRequest, owner: str) -> HttpResponse:
 
 
 @reviewer_required
+@require_GET
+def desk(request: HttpRequest) -> HttpResponse:
+    """The desk: the conflict it hands the reviewer, or a Resolve refused without JavaScript, once."""
+    owner = DeskFilter(request.GET).owner_prefix()
+    refused = refused_form(request, "desk", DeskResolveForm)
+    if refused is not None:
+        user_id, bag_id, form = refused
+        return _desk(request, owner, shown=(user_id, bag_id), form=form)
+    return _desk(request, owner)
+
+
+def _not_saved(form: DeskResolveForm) -> str:
+    """What the reviewer typed into a Resolve that found its conflict gone, to say it was not saved."""
+    typed = (
+        ("Your reason", form.cleaned_data.get("reason")),
+        ("What holds", form.cleaned_data.get("holds")),
+    )
+    return "".join(f" {name}, not saved: “{text.strip()}”." for name, text in typed if text and text.strip())
+
+
+@reviewer_required
 @require_POST
 @owner_view
 def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """Resolve on the desk (ticks, or a "… holds" button): the next conflict, or this one with why not."""
-    bag_id = _bag_id(user_id, bag_id)
+    bag_id = checked_bag_id(user_id, bag_id)
     form = DeskResolveForm(request.POST)
     owner = form.owner_prefix()
-    claim_renew(reviewer=_reviewer(request), bag_id=bag_id)
-    if _resolve(request, user_id, bag_id, form):
+    claim_renew(reviewer=reviewer_of(request), bag_id=bag_id)
+    if resolve(request, user_id, bag_id, form):
         return _after(request, owner)
     if form.refusal_code == ALREADY_RESOLVED:
         # Gone from the queue meanwhile: say so, with what was typed, and show the next one.
-        typed = (
-            ("Your reason", form.cleaned_data.get("reason")),
-            ("What holds", form.cleaned_data.get("holds")),
-        )
-        kept = "".join(
-            f" {name}, not saved: “{text.strip()}”." for name, text in typed if text and text.strip()
-        )
-        flash(request, f"Not resolved: {form.error_message}.{kept}")
+        flash(request, f"Not resolved: {form.error_message}.{_not_saved(form)}")
         return _after(request, owner)
     if request.htmx:
         return _desk(request, owner, shown=(user_id, bag_id), form=form)
@@ -157,12 +185,13 @@ def desk_resolve(request: HttpRequest, user_id: str, bag_id: str) -> HttpRespons
 @owner_view
 def desk_skip(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """Skip: behind every other conflict for this reviewer; the next one is shown."""
-    bag_id = _bag_id(user_id, bag_id)
+    bag_id = checked_bag_id(user_id, bag_id)
     form = SkipForm(request.POST)
     owner = form.owner_prefix()
     if not form.is_valid():
         return _desk(request, owner, shown=(user_id, bag_id), skip_form=form)
-    conflict_skip(reviewer=_reviewer(request), user_id=user_id, bag_id=bag_id, note=form.cleaned_data["note"])
+    note = form.cleaned_data["note"]
+    conflict_skip(reviewer=reviewer_of(request), user_id=user_id, bag_id=bag_id, note=note)
     flash(
         request, f"Skipped {user_id}’s conflict: it comes back after every other one, under “Skipped by you”."
     )
@@ -174,9 +203,9 @@ def desk_skip(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
 @owner_view
 def desk_return(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """Back to a skipped conflict: it is claimed and shown (unless another reviewer is on it)."""
-    bag_id = _bag_id(user_id, bag_id)
+    bag_id = checked_bag_id(user_id, bag_id)
     owner = DeskFilter(request.POST).owner_prefix()
-    if not skip_return(reviewer=_reviewer(request), user_id=user_id, bag_id=bag_id):
+    if not skip_return(reviewer=reviewer_of(request), user_id=user_id, bag_id=bag_id):
         claim = claim_on(bag_id)
         holder = f"{claim.reviewer} is on it now" if claim else "it is no longer in conflict"
         flash(request, f"Could not go back to {user_id}’s conflict: {holder}.")
@@ -188,10 +217,10 @@ def desk_return(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse
 @owner_view
 def take_over(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
     """The claim passes to this reviewer; back where the button was (the bag page by default)."""
-    bag_id = _bag_id(user_id, bag_id)
+    bag_id = checked_bag_id(user_id, bag_id)
     back = NextForm(request.POST).target(request, reverse("deposits:bag", args=[user_id, bag_id]))
     try:
-        before = claim_take_over(reviewer=_reviewer(request), user_id=user_id, bag_id=bag_id)
+        before = claim_take_over(reviewer=reviewer_of(request), user_id=user_id, bag_id=bag_id)
     except AtlasoError as error:
         if error.code == NOT_FOUND:
             raise
@@ -209,7 +238,7 @@ def take_over(request: HttpRequest, user_id: str, bag_id: str) -> HttpResponse:
 def undo(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
     """Undo a resolution: its deposit retracted, the conflict back; back where the button was."""
     back = NextForm(request.POST).target(request, reverse("deposits:resolved"))
-    reviewer = _reviewer(request)
+    reviewer = reviewer_of(request)
     try:
         done = resolution_undo(user_id=user_id, deposit_id=deposit_id, reviewer=reviewer)
     except AtlasoError as error:
@@ -229,33 +258,4 @@ def undo(request: HttpRequest, user_id: str, deposit_id: str) -> HttpResponse:
     return redirect(back)
 
 
-@reviewer_required
-@require_GET
-def resolved(request: HttpRequest) -> HttpResponse:
-    """Resolutions, newest first: who, when, which side held, why, the bag, who undid it."""
-    mine, owner, number = ResolvedFilter(request.GET).query()
-    reviewer = _reviewer(request) if mine else None
-    page = resolution_page(
-        reviewer=reviewer,
-        owner_prefix=owner,
-        limit=QUEUE_PAGE_SIZE,
-        offset=offset_of(number, QUEUE_PAGE_SIZE),
-    )
-    pager = Pager.of(request, page, noun="resolution")
-    if pager.number > pager.pages:
-        query = request.GET.copy()
-        query["page"] = str(pager.pages)
-        return redirect(f"{reverse('deposits:resolved')}?{query.urlencode()}")
-    context = {
-        "page": page,
-        "pager": pager,
-        "mine": mine,
-        "owner": owner,
-        "here": request.get_full_path(),
-        "last": last_resolution(request),
-    }
-    template = "deposits/resolved.html#resolved" if request.htmx else "deposits/resolved.html"
-    return render(request, template, context)
-
-
-__all__ = ["desk", "desk_resolve", "desk_return", "desk_skip", "resolved", "take_over", "undo"]
+__all__ = ["desk", "desk_resolve", "desk_return", "desk_skip", "take_over", "undo"]
