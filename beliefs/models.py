@@ -49,8 +49,11 @@ class BeliefRevision(models.Model):
 
 
 class ObservationKey(models.Model):
-    """An observation's idempotency key at its first use: a retry within 24 hours replays
-    `revision`; entries past the window are ignored by every read, then deleted."""
+    """An observation's idempotency key at its first use.
+
+    A retry within 24 hours replays `revision`; entries past the window are ignored by every
+    read, then deleted.
+    """
 
     user_id = models.CharField(max_length=128)
     key = models.CharField(max_length=200)

@@ -1,5 +1,8 @@
-"""What `make run`'s console shows: the supervisor's lines and each child's log, without Celery's
-banners, and without its warning about root, which serve explains in one line of its own."""
+"""What `make run`'s console shows: the supervisor's lines and each child's log.
+
+Without Celery's banners, and without its warning about root, which serve explains in one line
+of its own.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The processes a fault test starts, stops and kills: its own PostgreSQL cluster and Redis, and
-Atlaso itself (gunicorn as `make run` starts it, a Celery worker, Celery beat) pointed at them.
+"""The processes a fault test starts, stops and kills.
+
+Its own PostgreSQL cluster and Redis, and Atlaso itself (gunicorn as `make run` starts it, a
+Celery worker, Celery beat) pointed at them.
 
 Nothing here touches the suite's database or broker: every fault test has a database of its own
 on the throwaway cluster, made from a migrated template, and talks to Atlaso over HTTP.
@@ -243,9 +245,12 @@ class Atlaso:
             return False
 
     def start_worker(self, name: str = "worker", *, pool: str = "solo") -> subprocess.Popen:
-        """A Celery worker, one job at a time: in its own process (the solo pool: kill -9 kills the
-        job and the worker), or in one pool process (prefork, as `make run`: its main process
-        lives on when the pool process is killed, and starts another)."""
+        """A Celery worker that runs one job at a time.
+
+        In its own process (the solo pool: kill -9 kills the job and the worker), or in one pool
+        process (prefork, as `make run`: its main process lives on when the pool process is
+        killed, and starts another).
+        """
         offset = len(self.log(name))
         process = self._spawn(
             name,
@@ -297,8 +302,11 @@ class Atlaso:
         process.wait(timeout=20)
 
     def stop_all(self) -> None:
-        """Stop what is left: gunicorn quickly (SIGINT, so it takes its workers along), serve as a
-        person would (SIGTERM: it stops its children), the rest killed."""
+        """Stop what is left.
+
+        gunicorn quickly (SIGINT, so it takes its workers along), serve as a person would
+        (SIGTERM: it stops its children), the rest killed.
+        """
         gentle = {"web": signal.SIGINT, "serve": signal.SIGTERM}
         for name in list(self.processes):
             process = self.processes[name]

@@ -1,6 +1,8 @@
-"""`make run`'s processes under `atlaso_site.supervisor`: the Celery worker, beat and a web worker each
-killed with kill -9 come back by themselves while requests go on being answered, and SIGTERM
-stops them all."""
+"""`make run`'s processes under `atlaso_site.supervisor`, killed and stopped.
+
+The Celery worker, beat and a web worker each killed with kill -9 come back by themselves while
+requests go on being answered, and SIGTERM stops them all.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""serve's supervisor, without processes: a child that keeps dying waits 1, 2, 4 … 30 s before it
-is started again, and 1 s again once it had run a minute; each death is logged with its cause."""
+"""The supervisor's restart pauses, without processes.
+
+A child that keeps dying waits 1, 2, 4 … 30 s before it is started again, and 1 s again once it
+had run a minute; each death is logged with its cause.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""An OpenAI-compatible endpoint that is down, slow, answers garbage or the wrong dimension (a real
-local HTTP server): writes go on unaffected, the backlog grows, recall falls back to words and
-says so, and the embedding job catches up once the endpoint answers again."""
+"""An embeddings endpoint that is down, slow, or answers garbage or the wrong dimension.
+
+The endpoint is a real local HTTP server, OpenAI-compatible. Writes go on unaffected, the
+backlog grows, recall falls back to words and says so, and the embedding job catches up once
+the endpoint answers again.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Through a real Celery worker and Redis: a write, once committed, has its deposit embedded by
-the task it asks for, and recall finds it by meaning; no run is recorded for it."""
+"""A committed write's deposit embedded by the task it asks for, through a real Celery worker.
+
+Recall then finds it by meaning; no job run is recorded for it.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""Recall by meaning with the real local model: a paraphrase is found by meaning and not by
-words, an unrelated query finds nothing above the floor, flags cover the bags found by meaning,
-a model change re-embeds, erasure takes the vector, and no key reaches another tenant's vectors."""
+"""Recall by meaning with the real local model.
+
+A paraphrase is found by meaning and not by words, an unrelated query finds nothing above the
+floor, flags cover the bags found by meaning, a model change re-embeds, erasure takes the
+vector, and no key reaches another tenant's vectors.
+"""
 
 from __future__ import annotations
 

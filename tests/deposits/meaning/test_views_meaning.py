@@ -1,5 +1,8 @@
-"""The dashboard's part of recall by meaning: the playground's mode and which ranking found each
-hit; coverage and the embedding backlog on the owner page, the overview and the jobs page."""
+"""The dashboard's part of recall by meaning.
+
+The playground's mode and which ranking found each hit; coverage and the embedding backlog on
+the owner page, the overview and the jobs page.
+"""
 
 from __future__ import annotations
 

@@ -425,9 +425,11 @@ class Command(BaseCommand):
         ]
 
     def _single_add(self, count: int, big_bag: int) -> list[dict[str, Any]]:
-        """Single adds through the HTTP stack: into a new bag, then into one already holding
-        `big_bag` deposits, each with a word of its own (an owner writing without a scope keeps
-        every deposit in one bag)."""
+        """Single adds through the HTTP stack: into a new bag, then into one already holding many.
+
+        The second bag holds `big_bag` deposits, each with a word of its own (an owner writing
+        without a scope keeps every deposit in one bag).
+        """
         _, secret = api_key_create(name="bench", channel_name="bench-loader", tier_name="agent_own")
         run = uuid.uuid4().hex[:8]
         fresh = self._adds(f"{INGEST_PREFIX}{run}", count, secret, random.Random(5), own_word=False)

@@ -384,8 +384,10 @@ def _latency_row(kind: str, values: list[float], classes: Counter[str], elapsed:
 
 
 def latency_table(seen: ClientRecord, elapsed: float) -> list[str]:
-    """The report's table: per kind that was sent, then overall, its requests, rate, latencies and
-    status classes (after a blank line)."""
+    """The report's table, after a blank line: each kind sent, then all of them together.
+
+    Each row has its requests, rate, latencies and status classes.
+    """
     lines = [f"\n{'kind':<12}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  statuses"]
     for kind in MIX:
         if values := seen.latencies.get(kind, []):
