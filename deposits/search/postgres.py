@@ -539,8 +539,13 @@ FROM matched bag
         read from all the owner's deposits.
         """
         best: dict[str, list[Candidate]] = {}
-        if CONFLICTS_FIRST and not request.facets:
-            best = self._first_in_conflict(request, query, matched, lexemes, need)
+        in_conflict = {p: n for p, n in need.items() if matched.live[(True, p)] > 0}
+        if in_conflict and not request.facets and CONFLICTS_FIRST:
+            expected = sum(matched.live[(True, p)] for p in in_conflict)
+            plan = _plan(lexemes, round(expected * COPIES_PLAN_WEIGHT), COPIES)
+            best = _held_in_conflict(
+                self._walk(request, query, matched, plan, in_conflict, COPIES), in_conflict
+            )
         rest = {p: n for p, n in need.items() if p not in best}
         if rest:
             best.update(
@@ -548,28 +553,6 @@ FROM matched bag
                     request, query, matched, _plan(lexemes, matched.deposits, DEPOSITS), rest, DEPOSITS
                 )
             )
-        return best
-
-    def _first_in_conflict(
-        self,
-        request: SearchRequest,
-        query: str,
-        matched: _Matched,
-        lexemes: list[str] | None,
-        need: dict[str, int],
-    ) -> dict[str, list[Candidate]]:
-        """The polarities whose first `need[p]` matches the conflict bags' copies hold, with them."""
-        in_conflict = {p: n for p, n in need.items() if matched.live[(True, p)] > 0}
-        if not in_conflict:
-            return {}
-        expected = sum(matched.live[(True, p)] for p in in_conflict)
-        plan = _plan(lexemes, round(expected * COPIES_PLAN_WEIGHT), COPIES)
-        found = self._walk(request, query, matched, plan, in_conflict, COPIES)
-        best: dict[str, list[Candidate]] = {}
-        for polarity, wanted in in_conflict.items():
-            held = [candidate for candidate in found[polarity] if candidate.in_conflict]
-            if len(held) >= wanted:
-                best[polarity] = held[:wanted]
         return best
 
     def _walk(
@@ -708,6 +691,16 @@ def _more_places(
     missing = sum(max(0, quota[p] - len(best[p])) for p in exhausted)
     asked = {p: quota[p] + spare + missing for p in POLARITIES if p not in exhausted}
     return {p: n for p, n in asked.items() if n > need[p]}
+
+
+def _held_in_conflict(found: dict[str, list[Candidate]], need: dict[str, int]) -> dict[str, list[Candidate]]:
+    """The polarities whose first `need[p]` matches the conflict bags' copies hold, with them."""
+    best: dict[str, list[Candidate]] = {}
+    for polarity, wanted in need.items():
+        held = [candidate for candidate in found[polarity] if candidate.in_conflict]
+        if len(held) >= wanted:
+            best[polarity] = held[:wanted]
+    return best
 
 
 def _scored_in_full(plan: WalkPlan) -> list[_Part]:
