@@ -149,19 +149,27 @@ class _ChunkedInput:
         wanted = None if size is None or size < 0 else size
         parts = []
         while wanted is None or wanted > 0:
-            step = _CHUNK if wanted is None else min(_CHUNK, wanted)
-            if self.limit is not None:
-                step = min(step, self.limit + 1 - self.read_so_far)
-            part = self.stream.read(step) if step > 0 else b""
+            part = self._next_part(wanted)
             if not part:
                 break
-            self.read_so_far += len(part)
-            if self.limit is not None and self.read_so_far > self.limit:
-                raise RequestDataTooBig("Request body exceeded the operation's limit.")
             parts.append(part)
             if wanted is not None:
                 wanted -= len(part)
         return b"".join(parts)
+
+    def _next_part(self, wanted: int | None) -> bytes:
+        """The next bytes from the server, a chunk at most and no more than `wanted`.
+
+        Never more than one byte past the limit: that byte refuses the body.
+        """
+        step = _CHUNK if wanted is None else min(_CHUNK, wanted)
+        if self.limit is not None:
+            step = min(step, self.limit + 1 - self.read_so_far)
+        part = self.stream.read(step) if step > 0 else b""
+        self.read_so_far += len(part)
+        if self.limit is not None and self.read_so_far > self.limit:
+            raise RequestDataTooBig("Request body exceeded the operation's limit.")
+        return part
 
     def seekable(self) -> bool:
         return False
@@ -251,6 +259,20 @@ def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
     if problem is not None:
         return "path", f"path holds {problem}"
     query = _wire_bytes(request.META.get("QUERY_STRING", ""))
+    return _oversized_query(query) or _unreadable_query(query) or _refused_header(request)
+
+
+def _refused_header(request: HttpRequest) -> tuple[str, str] | None:
+    """(field, message) for the first header the API reads whose value is not storable text."""
+    for header in VALUE_HEADERS:
+        value = request.headers.get(header)
+        if value is not None and (problem := unstorable(value)) is not None:
+            return header, f"the {header} header holds {problem}"
+    return None
+
+
+def _oversized_query(query: bytes) -> tuple[str, str] | None:
+    """(field, message) for a query string longer than the API reads, or of more parameters."""
     if len(query) > MAX_QUERY_STRING:
         longest = max(query.split(b"&"), key=len)
         name = _readable(longest.partition(b"=")[0]) or "query"
@@ -262,13 +284,6 @@ def _refused_line(request: HttpRequest) -> tuple[str, str] | None:
     if most is not None and query.count(b"&") + 1 > most:
         # Django's own count (parse_qsl's), which would fail reading the query later.
         return "query", f"the query string has {query.count(b'&') + 1} parameters; the limit is {most}"
-    problem = _unreadable_query(query)
-    if problem is not None:
-        return problem
-    for header in VALUE_HEADERS:
-        value = request.headers.get(header)
-        if value is not None and (problem := unstorable(value)) is not None:
-            return header, f"the {header} header holds {problem}"
     return None
 
 

@@ -117,12 +117,16 @@ def database_pool_options() -> dict[str, object]:
     }
 
 
+def _sqlite_database(path: str) -> dict[str, object]:
+    """The entry for `sqlite:///path`; `sqlite:////path` names the same `/path`."""
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": path[1:] if path.startswith("//") else path}
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """A Django DATABASES entry from `postgres://user:pass@host:port/name` or `sqlite:///path`."""
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
-        path = unquote(parts.path)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path[1:] if path.startswith("//") else path}
+        return _sqlite_database(unquote(parts.path))
     if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
         raise ImproperlyConfigured(
             f"DATABASE_URL scheme {parts.scheme!r} is not supported; use postgres:// or sqlite:///"

@@ -172,16 +172,7 @@ def observations_append(
         _lock_belief(user_id, key, now)
         log = replay_observations(user_id, key)
         new = [
-            Observation(
-                value=drafts[i].value,
-                observed_at=drafts[i].observed_at,
-                ceiling=channels.get(drafts[i].channel, drafts[i].ceiling),
-                taint_ceiling=None
-                if drafts[i].taint_tier is None
-                else tiers.get(drafts[i].taint_tier, untrusted),
-                content_confidence=drafts[i].content_confidence,
-                sequence=2**62 + position,
-            )
+            _observation(drafts[i], channels, tiers, untrusted, sequence=2**62 + position)
             for position, i in enumerate(indexes)
         ]
         ordered = rule.claim_order([*log, *new])
@@ -209,6 +200,29 @@ def observations_append(
     for key in by_key:
         belief_rebuild(user_id=user_id, key=key, now=now)
     return ids
+
+
+def _observation(
+    draft: ObservationDraft,
+    channels: dict[str, float],
+    tiers: dict[str, float],
+    untrusted: float | None,
+    *,
+    sequence: int,
+) -> Observation:
+    """A draft as the rule folds it, with the ceilings this deployment gives its tiers.
+
+    Its channel's and taint tier's ceilings; an unknown taint tier counts as the default channel
+    tier's.
+    """
+    return Observation(
+        value=draft.value,
+        observed_at=draft.observed_at,
+        ceiling=channels.get(draft.channel, draft.ceiling),
+        taint_ceiling=None if draft.taint_tier is None else tiers.get(draft.taint_tier, untrusted),
+        content_confidence=draft.content_confidence,
+        sequence=sequence,
+    )
 
 
 def observations_withdraw_deposits(*, user_id: str, deposit_ids: Sequence[str], now: datetime) -> set[str]:
@@ -288,15 +302,7 @@ def outcomes_import(*, user_id: str, drafts: Sequence[OutcomeDraft]) -> list[boo
             continue
         held.add(mark)
         before = draft.verdict_before or _verdict_before(user_id, draft.key, draft.created_at)
-        distribution = list((before.get("distribution") or {}).items())
-        top_value = (
-            draft.top_value if draft.verdict_before else (distribution[0][0] if distribution else None)
-        )
-        top_probability = (
-            draft.top_probability
-            if draft.verdict_before and draft.top_probability is not None
-            else (distribution[0][1] if distribution else 0.0)
-        )
+        top_value, top_probability = _top_before(draft, before)
         rows.append(
             CalibrationOutcome(
                 user_id=user_id, belief_key=draft.key, confirmed_value=draft.confirmed_value,
@@ -308,6 +314,21 @@ def outcomes_import(*, user_id: str, drafts: Sequence[OutcomeDraft]) -> list[boo
         written.append(True)
     CalibrationOutcome.objects.bulk_create(rows)
     return written
+
+
+def _top_before(draft: OutcomeDraft, before: dict[str, Any]) -> tuple[str | None, float]:
+    """The value the verdict before the outcome put first, and its probability.
+
+    As the draft says when it brought its verdict, else as that verdict's distribution has them.
+    """
+    distribution = list((before.get("distribution") or {}).items())
+    top_value = draft.top_value if draft.verdict_before else (distribution[0][0] if distribution else None)
+    top_probability = (
+        draft.top_probability
+        if draft.verdict_before and draft.top_probability is not None
+        else (distribution[0][1] if distribution else 0.0)
+    )
+    return top_value, top_probability
 
 
 def _verdict_before(user_id: str, key: str, at: datetime) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from beliefs.portability import beliefs_forget_owner
 from deposits.domain.validation import validate_user_id
 from deposits.models import Contradiction, Deposit, IdempotencyEntry, RecallLog, ScopeBag
 from deposits.services.forget import store_forget_begin, store_forget_end
+from diagnostics.joined_points import forget_joined_points
 from diagnostics.models import Snapshot
 
 
@@ -78,24 +79,26 @@ def forget_preview(*, user_id: str, now: datetime | None = None) -> ForgetPrevie
     )
 
 
+def _has_owner(model: type[models.Model]) -> bool:
+    return any(f.concrete and f.name == "user_id" for f in model._meta.get_fields())
+
+
+def _points_at(model: type[models.Model], among: list[type[models.Model]]) -> set[type[models.Model]]:
+    """The other models of `among` that `model`'s foreign keys point at."""
+    return {
+        f.related_model
+        for f in model._meta.get_fields()
+        if f.concrete and f.is_relation and f.related_model in among and f.related_model is not model
+    }
+
+
 def owner_models() -> list[type[models.Model]]:
     """Every model with a `user_id` column, in an order its rows can be deleted in.
 
     A model whose foreign key points at another of them comes before it.
     """
-    found = [
-        model
-        for model in apps.get_models()
-        if any(f.concrete and f.name == "user_id" for f in model._meta.get_fields())
-    ]
-    targets = {
-        model: {
-            f.related_model
-            for f in model._meta.get_fields()
-            if f.concrete and f.is_relation and f.related_model in found and f.related_model is not model
-        }
-        for model in found
-    }
+    found = [model for model in apps.get_models() if _has_owner(model)]
+    targets = {model: _points_at(model, found) for model in found}
     ordered: list[type[models.Model]] = []
     placed: set[type[models.Model]] = set()
 
@@ -127,6 +130,8 @@ def owner_forget(*, user_id: str, now: datetime | None = None) -> ForgetResult:
                 cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE user_id = %s", [user_id])
         store_forget_end(user_id=user_id)
         job_runs_forget_owner(user_id)
+    # Its trends joined in this process go with its snapshots.
+    forget_joined_points()
     return ForgetResult(
         user_id=user_id,
         deposits=store.deposits,

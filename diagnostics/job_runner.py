@@ -114,15 +114,18 @@ def embedding_sweep_due() -> bool:
 
 def summary(run: JobRun) -> str:
     """One line: the job, how it ended, its counts, its run id."""
-    counts = dict(run.counts or {})
-    if run.status == Status.SKIPPED:
-        told = f": {counts.get('reason', '')}"
-    elif run.status == Status.FAILED:
-        told = f": {run.error}"
-    else:
-        shown = {k: len(v) if isinstance(v, list) else v for k, v in counts.items() if k != "mismatches"}
-        told = ": " + ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else ""
     took = ""
     if run.started_at and run.finished_at:
         took = f" in {(run.finished_at - run.started_at).total_seconds():.1f} s"
-    return f"{run.name} {run.status}{took}{told} (run {run.pk})"
+    return f"{run.name} {run.status}{took}{_told(run)} (run {run.pk})"
+
+
+def _told(run: JobRun) -> str:
+    """What a run's line says after its name: why it was skipped, its error, or its counts."""
+    counts = dict(run.counts or {})
+    if run.status == Status.SKIPPED:
+        return f": {counts.get('reason', '')}"
+    if run.status == Status.FAILED:
+        return f": {run.error}"
+    shown = {k: len(v) if isinstance(v, list) else v for k, v in counts.items() if k != "mismatches"}
+    return ": " + ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else ""

@@ -7,6 +7,7 @@ import json
 from django.db import models
 
 from atlaso_site.lib.timefmt import isoformat
+from diagnostics.joined_points import forget_joined_points
 
 # A snapshot point on the wire (diagnostics.md), in order; the deployment's adds owner_count.
 WIRE_POINT_FIELDS = (
@@ -28,7 +29,9 @@ class SnapshotQuerySet(models.QuerySet["Snapshot"]):
         objs = list(objs)
         for snapshot in objs:
             snapshot.point_json = snapshot.render_point()
-        return super().bulk_create(objs, *args, **kwargs)
+        created = super().bulk_create(objs, *args, **kwargs)
+        forget_joined_points()
+        return created
 
 
 class Snapshot(models.Model):
@@ -80,6 +83,7 @@ class Snapshot(models.Model):
     def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         self.point_json = self.render_point()
         super().save(*args, **kwargs)
+        forget_joined_points()
 
     @property
     def is_deployment(self) -> bool:

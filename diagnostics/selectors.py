@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -38,7 +36,12 @@ from deposits.selectors.deposits import deposit_records
 from deposits.selectors.owners import oldest_open_conflict, open_conflicts_now
 from diagnostics.domain.calibration import DiagramBin, Scored, brier, ece, reliability_diagram
 from diagnostics.domain.fmi import Diagnostics, FieldCounts, Pillars
+
+# Re-exported: the bench empties the joined points to time a trend's first read.
+from diagnostics.joined_points import forget_joined_points as forget_joined_points
+from diagnostics.joined_points import joined_points
 from diagnostics.models import Snapshot
+from diagnostics.sql import owners as owners_sql
 
 SNAPSHOT_WINDOW_DAYS = 30
 
@@ -90,20 +93,25 @@ def _totals(
 ) -> FieldTotals:
     return FieldTotals(
         counts=FieldCounts(
-            recalls=recalls.get("recalls") or 0,
-            confident_recalls=recalls.get("confident_recalls") or 0,
-            live_bags=bags.get("live_bags") or 0,
-            singleton_bags=bags.get("singleton_bags") or 0,
-            multi_bags=bags.get("multi_bags") or 0,
-            agreement_sum=bags.get("agreement_sum") or 0.0,
-            split_bags=bags.get("split_bags") or 0,
-            resolved_bags=bags.get("resolved_bags") or 0,
+            recalls=_summed(recalls, "recalls"),
+            confident_recalls=_summed(recalls, "confident_recalls"),
+            live_bags=_summed(bags, "live_bags"),
+            singleton_bags=_summed(bags, "singleton_bags"),
+            multi_bags=_summed(bags, "multi_bags"),
+            agreement_sum=_summed(bags, "agreement_sum", 0.0),
+            split_bags=_summed(bags, "split_bags"),
+            resolved_bags=_summed(bags, "resolved_bags"),
         ),
-        deposit_count=int(bags.get("deposit_count") or 0),
-        conflict_bag_count=bags.get("conflict_bags") or 0,
+        deposit_count=int(_summed(bags, "deposit_count")),
+        conflict_bag_count=_summed(bags, "conflict_bags"),
         uncertain_belief_count=uncertain,
         owner_count=owners,
     )
+
+
+def _summed(row: dict[str, Any], name: str, zero: Any = 0) -> Any:
+    """An aggregate as read, or `zero` where it ran over no rows (SQL's NULL) or none was read."""
+    return row.get(name) or zero
 
 
 def field_totals_by_owner(
@@ -361,61 +369,12 @@ def _points(user_id: str | None, days: int, now: datetime) -> list[SnapshotPoint
     return [SnapshotPoint(*values) for values in window.values_list(*POINT_FIELDS)]
 
 
-class _JoinedPoints:
-    """Joined trend points by owner and window, in this process, up to `max_bytes` in all.
-
-    A snapshot never changes once written, and ids only grow, so the rows inside a window are
-    named exactly by their count and their first and last id: while those are the same, so is
-    the joined text. A dashboard or a monitor reads the same trend over and over between two
-    snapshot runs; each read then costs one index lookup instead of fetching thousands of rows.
-    """
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[object, ...], str] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[object, ...]) -> str | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: tuple[object, ...], joined: str) -> None:
-        if len(joined) > self.max_bytes:
-            return
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = joined
-            self._bytes += len(joined)
-            while self._bytes > self.max_bytes:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= len(dropped)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-# 90 days of one trend are about 2.5 MB: a few dozen trends per process.
-_joined_points = _JoinedPoints(max_bytes=64 * 1024 * 1024)
-
-
-def forget_joined_points() -> None:
-    """Empty this process's joined points (for tests, whose rolled-back ids are used again)."""
-    _joined_points.clear()
-
-
 def points_json(user_id: str | None, days: int, now: datetime) -> str:
     """The same points as the wire's JSON array, joined from each snapshot's stored form.
 
     For the API's trend reads: 90 days of 15-minute points are 8,640 objects, and the stored
     forms join in a few milliseconds where reading and formatting the columns takes tens; a
-    window read before with the same rows is not read again (see _JoinedPoints).
+    window read before with the same rows is not read again (see diagnostics.joined_points).
     """
     rows = (
         Snapshot.objects.filter(user_id=user_id) if user_id else Snapshot.objects.filter(user_id__isnull=True)
@@ -423,10 +382,10 @@ def points_json(user_id: str | None, days: int, now: datetime) -> str:
     window = rows.filter(taken_at__gt=now - timedelta(days=days))
     shape = window.aggregate(n=Count("id"), first=Min("id"), last=Max("id"))
     key = (user_id, shape["n"], shape["first"], shape["last"])
-    joined = _joined_points.get(key)
+    joined = joined_points.get(key)
     if joined is None:
         joined = "[" + ", ".join(window.order_by("taken_at", "id").values_list("point_json", flat=True)) + "]"
-        _joined_points.put(key, joined)
+        joined_points.put(key, joined)
     return joined
 
 
@@ -586,7 +545,6 @@ OWNER_SORTS = {
     "uncertain": "uncertain_beliefs",
 }
 DEFAULT_OWNER_SORT = "-activity"
-_TALLY_SORTS = ("user_id", "live_deposits", "open_conflicts", "last_activity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -609,27 +567,6 @@ def _moment(value: Any) -> datetime | None:
     return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _owner_tables() -> dict[str, str]:
-    return {
-        "tallies": OwnerTally._meta.db_table,
-        "deployment": DeploymentTally._meta.db_table,
-        "beliefs": Belief._meta.db_table,
-        "snapshots": Snapshot._meta.db_table,
-    }
-
-
-def _tally_row_columns(tables: dict[str, str]) -> str:
-    """An owners-list row's columns over the tallies `o`: the live counts the writes keep, the
-    uncertain beliefs counted, the FMI and time of the latest snapshot (by index, one each:
-    joined by hash, every owner's latest snapshot was read, 9.5 ms of 26.6 at 50,000 owners)."""
-    latest = f"FROM {tables['snapshots']} s WHERE s.user_id = o.user_id AND s.is_latest"
-    uncertain = f"(SELECT COUNT(*) FROM {tables['beliefs']} b WHERE b.user_id = o.user_id AND b.is_uncertain)"
-    return (
-        f"o.user_id, o.live_deposits, o.open_conflicts, {uncertain} AS uncertain_beliefs, o.last_activity, "
-        f"(SELECT s.fmi {latest}), (SELECT s.taken_at {latest})"
-    )
-
-
 def _owner_row(row: Sequence[Any]) -> OwnerRow:
     user_id, deposits, conflicts, uncertain, activity, fmi, taken_at = row[:7]
     return OwnerRow(
@@ -646,11 +583,7 @@ def _owner_row(row: Sequence[Any]) -> OwnerRow:
 def owner_row(*, user_id: str) -> OwnerRow | None:
     """One owner's row of the owners list, read by the list's own columns: what the owner page
     shows of its live deposits, open conflicts and uncertain beliefs. None before its first write."""
-    tables = _owner_tables()
-    sql = f"SELECT {_tally_row_columns(tables)} FROM {tables['tallies']} o WHERE o.user_id = %s"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [user_id])
-        row = cursor.fetchone()
+    row = owners_sql.owner_row(user_id)
     return None if row is None else _owner_row(row)
 
 
@@ -659,56 +592,13 @@ def owner_page(
 ) -> Page[OwnerRow]:
     """Every owner holding live deposits, read from the owners' tallies (kept by the writes).
 
-    Sorted by a tally column (the owner, live deposits, open conflicts, last activity), the page
-    is an index walk of the tallies and only its owners' uncertain beliefs and latest snapshots
-    are read: its cost follows the page, not the deployment. Sorted by FMI or uncertain beliefs,
-    every owner's are joined first (by hash, one pass). The total is a count of the tallies. An
-    owner never snapshotted has no FMI and sorts last either way.
+    One statement a page (diagnostics.sql.owners); an owner never snapshotted has no FMI and sorts
+    last either way.
     """
     column = OWNER_SORTS.get(sort.removeprefix("-"), "last_activity")
-    direction = "DESC" if sort.startswith("-") else "ASC"
-    # No FMI sorts last both ways; no uncertain belief is a zero, and sorts as one.
-    nulls = "NULLS LAST" if column == "fmi" else ""
-    tables = _owner_tables()
-    # A prefix compared exactly (LIKE would read _ as a wildcard, and SQLite's ignores case).
-    narrow = "AND substr(o.user_id, 1, %s) = %s" if prefix else ""
-    narrowing = [len(prefix), prefix] if prefix else []
-    # The total rides along, read once (it refers to no row of the page): the deployment's count
-    # of owners holding live deposits, or with a prefix the matching tallies counted.
-    total_sql = (
-        f"(SELECT COUNT(*) FROM {tables['tallies']} t WHERE t.live_deposits > 0 {narrow.replace('o.', 't.')})"
-        if prefix
-        else f"(SELECT d.owners FROM {tables['deployment']} d WHERE d.id = 1)"
+    rows = owners_sql.owner_rows(
+        prefix=prefix, column=column, descending=sort.startswith("-"), limit=limit, offset=offset
     )
-    if column in _TALLY_SORTS:
-        sql = f"""
-            SELECT {_tally_row_columns(tables)}, {total_sql} AS total
-            FROM (
-                SELECT user_id, live_deposits, open_conflicts, last_activity FROM {tables["tallies"]} o
-                WHERE o.live_deposits > 0 {narrow}
-                ORDER BY o.{column} {direction}, o.user_id
-                LIMIT %s OFFSET %s
-            ) o
-            ORDER BY o.{column} {direction}, o.user_id
-        """
-        params = [*narrowing, *narrowing, limit, offset]
-    else:
-        sql = f"""
-            SELECT o.user_id, o.live_deposits, o.open_conflicts, COALESCE(u.n, 0) AS uncertain_beliefs,
-                   o.last_activity, s.fmi, s.taken_at, {total_sql} AS total
-            FROM {tables["tallies"]} o
-            LEFT JOIN (
-                SELECT user_id, COUNT(*) AS n FROM {tables["beliefs"]} WHERE is_uncertain GROUP BY user_id
-            ) u ON u.user_id = o.user_id
-            LEFT JOIN {tables["snapshots"]} s ON s.user_id = o.user_id AND s.is_latest
-            WHERE o.live_deposits > 0 {narrow}
-            ORDER BY {column} {direction} {nulls}, o.user_id
-            LIMIT %s OFFSET %s
-        """
-        params = [*narrowing, *narrowing, limit, offset]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
     items = [_owner_row(row) for row in rows]
     if rows:
         total = rows[0][-1] or 0

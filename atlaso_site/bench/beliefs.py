@@ -183,9 +183,8 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def load_dataset(path: Path | str = DEFAULT_DATA) -> Dataset:
-    """Read knowledge-update questions from our fixture or LongMemEval's own JSON."""
-    source = Path(path)
+def _question_list(source: Path) -> list[Any]:
+    """The JSON list a data file holds."""
     try:
         items = json.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
@@ -194,6 +193,13 @@ def load_dataset(path: Path | str = DEFAULT_DATA) -> Dataset:
         raise BenchmarkDataError(f"{source} is not JSON: {error}") from error
     if not isinstance(items, list):
         raise BenchmarkDataError(f"{source} must hold a JSON list of questions")
+    return items
+
+
+def load_dataset(path: Path | str = DEFAULT_DATA) -> Dataset:
+    """Read knowledge-update questions from our fixture or LongMemEval's own JSON."""
+    source = Path(path)
+    items = _question_list(source)
     questions = [
         item for item in items if isinstance(item, dict) and item.get("question_type") == "knowledge-update"
     ]

@@ -221,6 +221,18 @@ def _timed_ingest(batches: Sequence[Batch], remove: list[str]) -> tuple[float, f
     return wall, cpu
 
 
+def _variants() -> list[tuple[str, str, Callable[[], list[str]]]]:
+    """Each variant measured: its name, what the removed structure keeps, and how to remove it.
+
+    The last is the statements that remove the structure.
+    """
+    return [
+        ("the service as it ships", "", list),
+        *((f"without the {part.name}", part.keeps, part.remove) for part in PARTS),
+        ("without all of them", "", lambda: [sql for part in PARTS for sql in part.remove()]),
+    ]
+
+
 def ingest_costs(batches: Sequence[Batch], *, rounds: int, progress: Callable[[str], None]) -> list[Cost]:
     """The service's ingest with every structure, without each of PARTS, and without all of them.
 
@@ -231,11 +243,7 @@ def ingest_costs(batches: Sequence[Batch], *, rounds: int, progress: Callable[[s
     """
     if connection.vendor != "postgresql":
         raise RuntimeError("bench_ingest measures PostgreSQL's structures; set DATABASE_URL")
-    variants: list[tuple[str, str, Callable[[], list[str]]]] = [
-        ("the service as it ships", "", list),
-        *((f"without the {part.name}", part.keeps, part.remove) for part in PARTS),
-        ("without all of them", "", lambda: [sql for part in PARTS for sql in part.remove()]),
-    ]
+    variants = _variants()
     deposits = sum(len(items) for _, items in batches)
     walls: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     cpus: dict[str, list[float]] = {name: [] for name, _, _ in variants}

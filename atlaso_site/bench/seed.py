@@ -104,28 +104,42 @@ def plan_owner(rng: random.Random, user_id: str, size: int, now: datetime) -> It
             n=rng.choice([None, 100, 1000, 10000]),
             seed=None,
         )
-        main = rng.choices(DIRECTIONAL, weights=[0.5, 0.25, 0.25])[0]
-        polarities = ["open" if rng.random() < 0.15 else main for _ in range(bag_size)]
-        if bag_size >= 2 and rng.random() < 0.06 / 0.75:  # ~75% of bags have ≥ 2; some splits vanish
-            other = rng.choice([p for p in DIRECTIONAL if p != main])
-            for position in rng.sample(range(bag_size), max(1, bag_size // 4)):
-                polarities[position] = other
-            if main not in polarities:
-                polarities[0] = main
+        polarities = _polarities(rng, bag_size)
         start = now - timedelta(days=rng.uniform(0, 365))
         created = sorted(start + timedelta(minutes=rng.uniform(0, 60 * 24 * 30)) for _ in range(bag_size))
         created = [min(moment, now) for moment in created]
         plan = BagPlan(compute_bag_id(user_id, scope), scope, polarities, created)
-        kinds = {p for p in polarities if p != "open"}
-        if len(kinds) >= 2 and rng.random() < 0.4:
-            # A correction: the newest deposit supersedes an older one of another polarity.
-            newest = bag_size - 1
-            older = [i for i in range(newest) if polarities[i] not in ("open", polarities[newest])]
-            if older:
-                target = rng.choice(older)
-                plan.superseded.add(target)
-                plan.edges.append((newest, target))
+        _maybe_correct(rng, plan)
         yield plan
+
+
+def _polarities(rng: random.Random, bag_size: int) -> list[str]:
+    """A bag's polarities: mostly one directional kind with some open, a few bags split."""
+    main = rng.choices(DIRECTIONAL, weights=[0.5, 0.25, 0.25])[0]
+    polarities = ["open" if rng.random() < 0.15 else main for _ in range(bag_size)]
+    if bag_size >= 2 and rng.random() < 0.06 / 0.75:  # ~75% of bags have ≥ 2; some splits vanish
+        other = rng.choice([p for p in DIRECTIONAL if p != main])
+        for position in rng.sample(range(bag_size), max(1, bag_size // 4)):
+            polarities[position] = other
+        if main not in polarities:
+            polarities[0] = main
+    return polarities
+
+
+def _maybe_correct(rng: random.Random, plan: BagPlan) -> None:
+    """In some split bags, a correction: the newest deposit supersedes an older one.
+
+    The one superseded has another polarity.
+    """
+    polarities = plan.polarities
+    if len({p for p in polarities if p != "open"}) < 2 or rng.random() >= 0.4:
+        return
+    newest = len(polarities) - 1
+    older = [i for i in range(newest) if polarities[i] not in ("open", polarities[newest])]
+    if older:
+        target = rng.choice(older)
+        plan.superseded.add(target)
+        plan.edges.append((newest, target))
 
 
 def sentence(rng: random.Random) -> str:
@@ -163,45 +177,74 @@ def generate(
         edge_rows: list[tuple] = []
         for plan in plan_owner(rng, user_id, size, now):
             ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in plan.polarities]
-            live = {p: 0 for p in (*DIRECTIONAL, "open")}
-            kept = {p: 0 for p in DIRECTIONAL}
-            newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
-            for i, (polarity, created) in enumerate(zip(plan.polarities, plan.created, strict=True)):
-                belief_key = belief_value = None
-                if rng.random() < belief_share:
-                    belief_key = f"pref_{rng.randrange(50)}"
-                    belief_value = f"option {rng.randrange(4)}"
-                scope = plan.scope
-                deposit_rows.append((
-                    ids[i], user_id, plan.bag_id, sentence(rng), polarity, GRADE_FOR[polarity],
-                    scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, None,
-                    "[]", json.dumps([f"run://{rank}/{i}"]) if polarity != "open" else "[]",
-                    "bench", None, None, "bench-loader", "unreplicated", belief_key, belief_value, created,
-                ))  # fmt: skip
-                if polarity in kept:
-                    kept[polarity] += 1
-                if i in plan.superseded:
-                    continue
-                live[polarity] += 1
-                if polarity in newest:
-                    newest[polarity] = created
-            superseded = len(plan.superseded)
-            bag_rows.append((
-                plan.bag_id, user_id, *plan.scope.facets,
-                live["positive"], live["negative"], live["cautionary"], live["open"],
-                newest["positive"], newest["negative"], newest["cautionary"],
-                kept["positive"], kept["negative"], kept["cautionary"], superseded,
-                plan.created[-1], plan.created[0], plan.created[-1],
-            ))  # fmt: skip
+            deposit_rows += [
+                _deposit_row(
+                    rng, plan, i, deposit_id=ids[i], user_id=user_id, rank=rank, belief_share=belief_share
+                )
+                for i in range(len(ids))
+            ]
+            bag_rows.append(_bag_row(plan, user_id))
             for new, old in plan.edges:
                 edge_rows.append((user_id, ids[new], ids[old], "corrected", plan.created[new]))
             counts.bags += 1
-            counts.conflict_bags += sum(live[p] > 0 for p in DIRECTIONAL) >= 2
+            counts.conflict_bags += _in_conflict(plan)
             counts.edges += len(plan.edges)
         counts.deposits += len(deposit_rows)
         deposit_rows.sort(key=lambda row: row[-1])  # by created_at: the clustered layout
         on_owner(user_id, deposit_rows, bag_rows, edge_rows)
     return counts
+
+
+def _deposit_row(
+    rng: random.Random,
+    plan: BagPlan,
+    i: int,
+    *,
+    deposit_id: uuid.UUID,
+    user_id: str,
+    rank: int,
+    belief_share: float,
+) -> tuple:
+    """The plan's i-th deposit as a deposits_deposit row, some with a belief claim."""
+    polarity, scope = plan.polarities[i], plan.scope
+    belief_key = belief_value = None
+    if rng.random() < belief_share:
+        belief_key = f"pref_{rng.randrange(50)}"
+        belief_value = f"option {rng.randrange(4)}"
+    return (
+        deposit_id, user_id, plan.bag_id, sentence(rng), polarity, GRADE_FOR[polarity],
+        scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, None,
+        "[]", json.dumps([f"run://{rank}/{i}"]) if polarity != "open" else "[]",
+        "bench", None, None, "bench-loader", "unreplicated", belief_key, belief_value, plan.created[i],
+    )  # fmt: skip
+
+
+def _in_conflict(plan: BagPlan) -> bool:
+    """Whether the bag's live deposits hold two directional kinds."""
+    live = {p for i, p in enumerate(plan.polarities) if p in DIRECTIONAL and i not in plan.superseded}
+    return len(live) >= 2
+
+
+def _bag_row(plan: BagPlan, user_id: str) -> tuple:
+    """The plan's deposits_scopebag row: its live and kept counts and newest deposit per polarity."""
+    live = {p: 0 for p in (*DIRECTIONAL, "open")}
+    kept = {p: 0 for p in DIRECTIONAL}
+    newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
+    for i, (polarity, created) in enumerate(zip(plan.polarities, plan.created, strict=True)):
+        if polarity in kept:
+            kept[polarity] += 1
+        if i in plan.superseded:
+            continue
+        live[polarity] += 1
+        if polarity in newest:
+            newest[polarity] = created
+    return (
+        plan.bag_id, user_id, *plan.scope.facets,
+        live["positive"], live["negative"], live["cautionary"], live["open"],
+        newest["positive"], newest["negative"], newest["cautionary"],
+        kept["positive"], kept["negative"], kept["cautionary"], len(plan.superseded),
+        plan.created[-1], plan.created[0], plan.created[-1],
+    )  # fmt: skip
 
 
 def copy_text(rows: list[tuple]) -> str:

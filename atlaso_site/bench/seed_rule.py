@@ -109,6 +109,13 @@ def _renormalised(candidates: list[SeedCandidate], unknown: float) -> tuple[list
     return [replace(c, mass=c.mass / total) for c in candidates], unknown / total
 
 
+def _entry(r: float, *, trusted: bool, settings: SeedSettings) -> tuple[float, bool]:
+    """A new value's entry mass, and whether it enters inert (untrusted, with gated admission)."""
+    if trusted or not settings.gate_admission:
+        return (r if settings.entry_mass is None else settings.entry_mass), False
+    return settings.inert_mass, True
+
+
 def apply(
     state: SeedState, observation: Observation, settings: SeedSettings = DEFAULT_SEED_SETTINGS
 ) -> tuple[SeedState, SeedFacts]:
@@ -147,10 +154,7 @@ def apply(
     else:
         index = len(candidates)
         admitted = True
-        if trusted or not settings.gate_admission:
-            entry = r if settings.entry_mass is None else settings.entry_mass
-        else:
-            entry, inert = settings.inert_mass, True
+        entry, inert = _entry(r, trusted=trusted, settings=settings)
         candidates = [replace(c, mass=c.mass * (1.0 - entry)) for c in candidates]
         unknown *= 1.0 - entry
         candidates.append(SeedCandidate(key=key, value=display, mass=entry, inert=inert, last_gain=count))
@@ -182,16 +186,21 @@ def fold(
     return state, facts
 
 
+def _decay_weight(state: SeedState, settings: SeedSettings, now: datetime | None) -> float:
+    """2^(-Δt/T) since the last update (1.0 with decay off, or before any update)."""
+    if settings.decay_half_life_days is None or state.updated_at is None:
+        return 1.0
+    moment = datetime.now(UTC) if now is None else now
+    elapsed = max(0.0, (moment - state.updated_at).total_seconds() / SECONDS_PER_DAY)
+    return 2.0 ** (-elapsed / settings.decay_half_life_days)
+
+
 def verdict(
     state: SeedState, settings: SeedSettings = DEFAULT_SEED_SETTINGS, *, now: datetime | None = None
 ) -> SeedVerdict:
     """Read the seed's verdict, decaying toward uniform over all candidates when enabled."""
     size = len(state.candidates) + 1
-    weight = 1.0
-    if settings.decay_half_life_days is not None and state.updated_at is not None:
-        moment = datetime.now(UTC) if now is None else now
-        elapsed = max(0.0, (moment - state.updated_at).total_seconds() / SECONDS_PER_DAY)
-        weight = 2.0 ** (-elapsed / settings.decay_half_life_days)
+    weight = _decay_weight(state, settings, now)
     uniform = (1.0 - weight) / size
     ranked = sorted(state.candidates, key=lambda c: (c.mass, c.last_gain), reverse=True)
     distribution = tuple((c.value, c.mass * weight + uniform) for c in ranked)

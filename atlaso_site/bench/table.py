@@ -75,6 +75,21 @@ def _cell(rows: list[Row]) -> str:
     return text
 
 
+def _measurements(reports: list[dict[str, Any]]) -> dict[str, str]:
+    """Every measurement's key and label, in the order the reports' first runs give them."""
+    labels: dict[str, str] = {}
+    for report in reports:
+        for row in report["runs"][0]["rows"]:
+            labels.setdefault(row["key"], row["label"])
+    return labels
+
+
+def _measured(report: dict[str, Any], key: str) -> str:
+    """One measurement's cell over a report's runs (empty where it was not taken)."""
+    rows = [row for run in report["runs"] for row in run["rows"] if row["key"] == key]
+    return _cell(rows) if rows else ""
+
+
 def markdown_table(reports: list[dict[str, Any]]) -> str:
     """One column per report (store size), one row per measurement, each cell min / median / max."""
     header = ["what"] + [f"{store_name(r['store_deposits'])} ({r['store_owners']:,} owners)" for r in reports]
@@ -89,19 +104,8 @@ def markdown_table(reports: list[dict[str, Any]]) -> str:
         "load average (1 min) as each run began",
         [", ".join(f"{run['load_average']:.2f}" for run in r["runs"]) for r in reports],
     )
-    keys: list[str] = []
-    labels: dict[str, str] = {}
-    for report in reports:
-        for row in report["runs"][0]["rows"]:
-            if row["key"] not in labels:
-                keys.append(row["key"])
-                labels[row["key"]] = row["label"]
-    for key in keys:
-        cells = []
-        for report in reports:
-            rows = [row for run in report["runs"] for row in run["rows"] if row["key"] == key]
-            cells.append(_cell(rows) if rows else "")
-        add(labels[key], cells)
+    for key, label in _measurements(reports).items():
+        add(label, [_measured(report, key) for report in reports])
     add("database on disk", [megabytes(r.get("database_bytes")) for r in reports])
     return "\n".join(lines)
 

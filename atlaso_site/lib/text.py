@@ -132,22 +132,30 @@ def first_unstorable(value: Any, *, skip: frozenset[str] = frozenset()) -> tuple
     stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, str):
-            problem = unstorable(node)
-            if problem is not None:
-                return ".".join(path) or "body", problem
-        elif isinstance(node, Mapping):
-            children = []
-            for key, child in node.items():
-                if not path and key in skip:
-                    continue
-                problem = unstorable(key) if isinstance(key, str) else None
-                if problem is not None:
-                    return ".".join(path) or "body", f"a field name with {problem}"
-                children.append(((*path, str(key)), child))
-            stack.extend(reversed(children))
-        elif isinstance(node, list | tuple):
-            stack.extend(reversed([((*path, str(index)), child) for index, child in enumerate(node)]))
+        fields = _fields(node, skip if not path else frozenset())
+        problem = _own_problem(node, fields)
+        if problem is not None:
+            return ".".join(path) or "body", problem
+        if isinstance(node, list | tuple):
+            fields = list(enumerate(node))
+        stack.extend(reversed([((*path, str(key)), child) for key, child in fields]))
+    return None
+
+
+def _fields(node: Any, skip: frozenset[str]) -> list[tuple[Any, Any]]:
+    """An object's (key, value) pairs but those `skip` names; nothing for any other value."""
+    if not isinstance(node, Mapping):
+        return []
+    return [(key, child) for key, child in node.items() if key not in skip]
+
+
+def _own_problem(node: Any, fields: list[tuple[Any, Any]]) -> str | None:
+    """What makes a string, or the first of an object's field names, unstorable."""
+    if isinstance(node, str):
+        return unstorable(node)
+    for key, _ in fields:
+        if isinstance(key, str) and (problem := unstorable(key)) is not None:
+            return f"a field name with {problem}"
     return None
 
 

@@ -9,6 +9,7 @@ last one holds until the end of the window.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -86,10 +87,6 @@ class Plot:
     @property
     def plot_width(self) -> int:
         return self.right - self.left
-
-    @property
-    def plot_height(self) -> int:
-        return self.bottom - self.top
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,18 +250,24 @@ def thin(
         kept.append((points[-1][0], points[-1][1]))
     if len(kept) <= max_points:
         return kept
-    slot = (end - start) / max_points
+    return _last_per_slot(kept, start=start, end=end, slots=max_points)
+
+
+def _last_per_slot(points: list[Point], *, start: datetime, end: datetime, slots: int) -> list[Point]:
+    """Each of `slots` equal slots of the window as one point (the slot's first moment with its
+    last value), and the newest point as it is."""
+    slot = (end - start) / slots
     by_slot: dict[int, Point] = {}
-    for moment, value in kept:
-        index = max(0, min(max_points - 1, int((moment - start) / slot)))
+    for moment, value in points:
+        index = max(0, min(slots - 1, int((moment - start) / slot)))
         if index not in by_slot:
             by_slot[index] = (moment, value)
         else:
             # The slot's first moment with its last value: the step starts where the slot does.
             by_slot[index] = (by_slot[index][0], value)
     thinned = [by_slot[index] for index in sorted(by_slot)]
-    if thinned[-1][0] != kept[-1][0]:
-        thinned.append(kept[-1])
+    if thinned[-1][0] != points[-1][0]:
+        thinned.append(points[-1])
     return thinned
 
 
@@ -315,12 +318,7 @@ def step_chart(
     width, height = size
     plot = Plot(width=width, height=height, left=48, top=12, right=width - 16, bottom=height - 34)
     chart_id = chart_id or slug(title)
-    inside = [
-        Series(
-            s.label, [(moment, float(value)) for moment, value in s.points if start <= moment <= end], s.unit
-        )
-        for s in series
-    ]
+    inside = [_within(s, start, end) for s in series]
     x_text = x_label or f"time (last {ago_label(end - start).removesuffix(' ago')}, now at the right)"
     if max((len(s.points) for s in inside), default=0) < 2:
         return LineChart(
@@ -332,52 +330,17 @@ def step_chart(
             y_label=y_label,
             empty_message=empty_message,
         )
-    if y_range is None:
-        top = max(value for s in inside for _, value in s.points)
-        # Counts: at least 0..4, so every tick is a whole number.
-        y_values = nice_ticks(0, max(top, 4))
-    else:
-        y_values = nice_ticks(*y_range)
-    y_low, y_high = y_values[0], y_values[-1]
+    y_values = _value_ticks(inside, y_range)
     to_x = linear((0.0, (end - start).total_seconds()), (plot.left, plot.right))
-    to_y = linear((y_low, y_high), (plot.bottom, plot.top))
+    to_y = linear((y_values[0], y_values[-1]), (plot.bottom, plot.top))
 
-    def x_of(moment: datetime) -> float:
-        return to_x((moment - start).total_seconds())
+    def to_xy(moment: datetime, value: float) -> tuple[float, float]:
+        return to_x((moment - start).total_seconds()), to_y(value)
 
     drawn = []
     for index, one in enumerate(inside):
-        points = thin(one.points, start=start, end=end)
-        if not points:
-            continue
-        xy = [(x_of(moment), to_y(value)) for moment, value in points]
-        chosen = range(len(points)) if len(points) <= MAX_MARKS else (0, len(points) - 1)
-        marks = tuple(
-            Mark(
-                round(xy[i][0], 1),
-                round(xy[i][1], 1),
-                f"{one.label} {y_format(points[i][1])}{one.unit} at {exact(points[i][0])}",
-            )
-            for i in chosen
-        )
-        drawn.append(
-            DrawnSeries(
-                label=one.label,
-                colour=index % SERIES_COLOURS,
-                path=step_path(xy, plot.right),
-                marks=marks,
-                last_label=f"{y_format(points[-1][1])}{one.unit}",
-            )
-        )
-    # About one label per 80 units of width, so labels never run into each other; on a phone,
-    # where labels are drawn phone_scale times larger, every few of them (the first and last kept).
-    moments = time_ticks(start, end, max_ticks=max(3, plot.plot_width // 80))
-    every = max(1, math.ceil((len(moments) - 1) / PHONE_X_LABELS))
-    x_ticks = tuple(
-        Tick(round(x_of(moment), 1), label, title, phone=i % every == 0 or i == len(moments) - 1)
-        for i, (moment, label, title) in enumerate(moments)
-    )
-    y_ticks = tuple(Tick(round(to_y(value), 1), y_format(value)) for value in y_values)
+        if points := thin(one.points, start=start, end=end):
+            drawn.append(_drawn(one, points, index, list(itertools.starmap(to_xy, points)), plot, y_format))
     # The last point, not "now": a snapshot's value, which the line holds until the next one.
     names = ", ".join(f"{s.label} {s.last_label} at the last point" for s in drawn)
     return LineChart(
@@ -387,9 +350,70 @@ def step_chart(
         plot=plot,
         x_label=x_text,
         y_label=y_label,
-        x_ticks=x_ticks,
-        y_ticks=y_ticks,
+        x_ticks=_time_axis(start, end, plot, to_x),
+        y_ticks=tuple(Tick(round(to_y(value), 1), y_format(value)) for value in y_values),
         series=tuple(drawn),
+    )
+
+
+def _within(series: Series, start: datetime, end: datetime) -> Series:
+    """The series' points inside [start, end], their values as floats."""
+    points = [(moment, float(value)) for moment, value in series.points if start <= moment <= end]
+    return Series(series.label, points, series.unit)
+
+
+def _value_ticks(series: Sequence[Series], y_range: tuple[float, float] | None) -> list[float]:
+    """The value axis's ticks: over `y_range` when given, else from 0 to round above the largest."""
+    if y_range is not None:
+        return nice_ticks(*y_range)
+    top = max(value for s in series for _, value in s.points)
+    # Counts: at least 0..4, so every tick is a whole number.
+    return nice_ticks(0, max(top, 4))
+
+
+def _drawn(
+    series: Series,
+    points: Sequence[Point],
+    index: int,
+    xy: Sequence[tuple[float, float]],
+    plot: Plot,
+    y_format: Callable[[float], str],
+) -> DrawnSeries:
+    """One series' step line through `xy` (its thinned `points` in SVG units), with its dots."""
+    chosen = range(len(points)) if len(points) <= MAX_MARKS else (0, len(points) - 1)
+    marks = tuple(
+        Mark(
+            round(xy[i][0], 1),
+            round(xy[i][1], 1),
+            f"{series.label} {y_format(points[i][1])}{series.unit} at {exact(points[i][0])}",
+        )
+        for i in chosen
+    )
+    return DrawnSeries(
+        label=series.label,
+        colour=index % SERIES_COLOURS,
+        path=step_path(xy, plot.right),
+        marks=marks,
+        last_label=f"{y_format(points[-1][1])}{series.unit}",
+    )
+
+
+def _time_axis(
+    start: datetime, end: datetime, plot: Plot, to_x: Callable[[float], float]
+) -> tuple[Tick, ...]:
+    """The time axis's ticks, counted back from `end`, with those a phone keeps."""
+    # About one label per 80 units of width, so labels never run into each other; on a phone,
+    # where labels are drawn phone_scale times larger, every few of them (the first and last kept).
+    moments = time_ticks(start, end, max_ticks=max(3, plot.plot_width // 80))
+    every = max(1, math.ceil((len(moments) - 1) / PHONE_X_LABELS))
+    return tuple(
+        Tick(
+            round(to_x((moment - start).total_seconds()), 1),
+            label,
+            title,
+            phone=i % every == 0 or i == len(moments) - 1,
+        )
+        for i, (moment, label, title) in enumerate(moments)
     )
 
 

@@ -477,6 +477,13 @@ def decay_weight(state: BeliefState, settings: RuleSettings, now: datetime) -> f
     return 2.0 ** (-elapsed_days / half_life)
 
 
+def _entropy_bits(masses: list[float]) -> float:
+    """The Shannon entropy of a distribution's masses, in bits."""
+    entropy = 0.0 - math.fsum(m * math.log2(m) for m in masses if m > 0.0)
+    # Rounding can leave a certain belief a hair below zero; entropy never is.
+    return max(entropy, 0.0)
+
+
 def verdict(
     state: BeliefState,
     settings: RuleSettings = DEFAULT_SETTINGS,
@@ -499,8 +506,7 @@ def verdict(
     probability = 0.0
     if distribution and distribution[0][1] >= unknown:
         fact, probability = distribution[0]
-    masses = [m for _, m in distribution] + [unknown]
-    entropy = 0.0 - math.fsum(m * math.log2(m) for m in masses if m > 0.0)
+    entropy = _entropy_bits([m for _, m in distribution] + [unknown])
     return Verdict(
         belief_key=belief_key,
         fact=fact,
@@ -510,8 +516,7 @@ def verdict(
         superseded=tuple(state.display(key) for key in state.superseded),
         contested=tuple(state.display(key) for key in state.contested),
         inert=state.inert,
-        # Rounding can leave a certain belief a hair below zero; entropy never is.
-        entropy_bits=max(entropy, 0.0),
+        entropy_bits=entropy,
         is_uncertain=fact is None or probability < settings.uncertainty_threshold,
         observation_count=state.observation_count,
         effective_count=state.effective_count,

@@ -44,28 +44,38 @@ def judge(draft: DepositDraft) -> GateDecision:
     if polarity == "open":
         return ACCEPT
     narrow = draft.scope.breadth >= NARROW_BREADTH
-    width = "narrow" if narrow else "broad"
     grade = judged_grade(draft)
     if polarity == "positive":
-        minimum = "observed" if narrow else "replicated"
-        if _grade_at_least(grade, minimum):
-            return ACCEPT
-        action = (
-            "upgrade evidence" if narrow else "upgrade evidence or narrow scope (e.g. add model= or dataset=)"
-        )
-        return GateDecision(False, f"positive/{width} claim requires evidence_grade>={minimum}; {action}")
+        return _judge_positive(grade, narrow=narrow)
     if polarity == "negative" and not narrow:
-        if _grade_at_least(grade, "observed"):
-            return ACCEPT
-        return GateDecision(
-            False,
-            "negative/broad claim requires evidence_grade>=observed; upgrade evidence or narrow "
-            "scope (e.g. add model= or dataset=) and give provenance",
-        )
+        return _judge_broad_negative(grade)
     if draft.has_provenance:
         return ACCEPT
     return GateDecision(
         False,
-        f"{polarity}/{width} claim requires provenance (artifact_refs, env= or version=); "
-        "add an artifact_ref or set scope env= or version=",
+        f"{polarity}/{'narrow' if narrow else 'broad'} claim requires provenance (artifact_refs, env= or "
+        "version=); add an artifact_ref or set scope env= or version=",
+    )
+
+
+def _judge_positive(grade: str, *, narrow: bool) -> GateDecision:
+    """A positive claim needs observed evidence when narrow, replicated when broad."""
+    minimum = "observed" if narrow else "replicated"
+    if _grade_at_least(grade, minimum):
+        return ACCEPT
+    width = "narrow" if narrow else "broad"
+    action = (
+        "upgrade evidence" if narrow else "upgrade evidence or narrow scope (e.g. add model= or dataset=)"
+    )
+    return GateDecision(False, f"positive/{width} claim requires evidence_grade>={minimum}; {action}")
+
+
+def _judge_broad_negative(grade: str) -> GateDecision:
+    """A broad negative claim needs observed evidence."""
+    if _grade_at_least(grade, "observed"):
+        return ACCEPT
+    return GateDecision(
+        False,
+        "negative/broad claim requires evidence_grade>=observed; upgrade evidence or narrow "
+        "scope (e.g. add model= or dataset=) and give provenance",
     )

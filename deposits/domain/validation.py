@@ -169,6 +169,7 @@ def validate_reason(value: Any) -> str:
 
 
 def validate_scope(value: Any) -> Scope:
+    """The deposit's scope: known facets only, each within its bounds (none given: no scope)."""
     if value is None:
         return Scope()
     if isinstance(value, Scope):
@@ -184,33 +185,38 @@ def validate_scope(value: Any) -> Scope:
             f"scope has no facet {unknown[0]!r}; the facets are model, dataset, env, version, n, "
             "seed, and note for free text",
         )
-    facets: dict[str, Any] = {}
-    for name in TEXT_FACETS:
-        text = value.get(name)
-        if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= MAX_FACET):
-            raise DepositValidationError(
-                f"scope.{name}",
-                f"scope.{name} must be a string of 1..{MAX_FACET} characters, or left out "
-                "(an empty string would make a different bag from no value at all)",
-            )
-        facets[name] = text
-    for name in INT_FACETS:
-        number = value.get(name)
-        if number is not None and (
-            isinstance(number, bool)
-            or not isinstance(number, int)
-            or not INT_FACET_RANGE[0] <= number <= INT_FACET_RANGE[1]
-        ):
-            raise DepositValidationError(
-                f"scope.{name}", f"scope.{name} must be a whole number (64-bit), or left out"
-            )
-        facets[name] = number
-    note = value.get("note")
+    facets: dict[str, Any] = {name: _text_facet(name, value.get(name)) for name in TEXT_FACETS}
+    facets.update((name, _int_facet(name, value.get(name))) for name in INT_FACETS)
+    return Scope(**facets, note=_scope_note(value.get("note")))
+
+
+def _text_facet(name: str, text: Any) -> str | None:
+    if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= MAX_FACET):
+        raise DepositValidationError(
+            f"scope.{name}",
+            f"scope.{name} must be a string of 1..{MAX_FACET} characters, or left out "
+            "(an empty string would make a different bag from no value at all)",
+        )
+    return text
+
+
+def _int_facet(name: str, number: Any) -> int | None:
+    low, high = INT_FACET_RANGE
+    if number is not None and (
+        isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high
+    ):
+        raise DepositValidationError(
+            f"scope.{name}", f"scope.{name} must be a whole number (64-bit), or left out"
+        )
+    return number
+
+
+def _scope_note(note: Any) -> str | None:
     if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
         raise DepositValidationError(
             "scope.note", f"scope.note must be a string of at most {MAX_NOTE} characters"
         )
-    return Scope(**facets, note=note)
+    return note
 
 
 def _string_list(field: str, value: Any, *, max_items: int, max_len: int) -> tuple[str, ...]:

@@ -361,6 +361,19 @@ class _Class:
     # the conflict bags for it.
     conflict_only: bool = False
 
+    def quiet_settled(self, ceiling: float) -> bool:
+        """No older match from a quiet bag (not in conflict), scoring at most `ceiling`, can enter:
+        the class is full and its last quiet member scores above that (or it has none)."""
+        quiet = [c for c in self.best if not c.in_conflict]
+        return len(self.best) == self.need and (not quiet or quiet[-1].score > ceiling)
+
+    def deciding(self) -> list[Candidate]:
+        """The members that decide the next window: those from conflict bags once only they can
+        change, else all."""
+        if self.conflict_only:
+            return [c for c in self.best if c.in_conflict]
+        return self.best
+
 
 @dataclass(frozen=True, slots=True)
 class _Part:
@@ -505,18 +518,10 @@ FROM matched bag
         lexemes = or_lexemes(matched.tsquery)
         need = dict.fromkeys(POLARITIES, 0)
         best: dict[str, list[Candidate]] = {p: [] for p in POLARITIES}
-        while True:
-            exhausted = {p for p in POLARITIES if p not in present or len(best[p]) < need[p]}
-            missing = sum(max(0, quota[p] - len(best[p])) for p in exhausted)
-            more = {
-                p: quota[p] + spare + missing
-                for p in POLARITIES
-                if p not in exhausted and quota[p] + spare + missing > need[p]
-            }
-            if not more:
-                return [candidate for p in POLARITIES for candidate in best[p]]
+        while more := _more_places(quota, spare, present, need, best):
             need.update(more)
             best.update(self._first(request, query, matched, lexemes, more))
+        return [candidate for p in POLARITIES for candidate in best[p]]
 
     def _first(
         self,
@@ -538,11 +543,9 @@ FROM matched bag
         if in_conflict and not request.facets and CONFLICTS_FIRST:
             expected = sum(matched.live[(True, p)] for p in in_conflict)
             plan = _plan(lexemes, round(expected * COPIES_PLAN_WEIGHT), COPIES)
-            found = self._walk(request, query, matched, plan, in_conflict, COPIES)
-            for polarity, wanted in in_conflict.items():
-                held = [candidate for candidate in found[polarity] if candidate.in_conflict]
-                if len(held) >= wanted:
-                    best[polarity] = held[:wanted]
+            best = _held_in_conflict(
+                self._walk(request, query, matched, plan, in_conflict, COPIES), in_conflict
+            )
         rest = {p: n for p, n in need.items() if p not in best}
         if rest:
             best.update(
@@ -566,14 +569,7 @@ FROM matched bag
             polarity: _Class(wanted, conflicts=source.in_conflict or matched.live[(True, polarity)] > 0)
             for polarity, wanted in need.items()
         }
-        parts: list[_Part] = []
-        if plan.full or not plan.walk:
-            # Scored in full: the whole query when nothing is walked (also a query whose rank
-            # has no bound), else the matches that would rank above the walk's bound.
-            parts.append(_Part("q.q", []) if plan.full is None else _Part("%s::tsquery", [plan.full]))
-        if plan.repeats is not None:
-            # The deposits repeating a lexeme the bound counts once, by deposits/0011's index.
-            parts.append(_Part("%s::tsquery", [plan.repeats], column=REPEATED_LEXEMES))
+        parts = _scored_in_full(plan)
         window = _Window(FIRST_WINDOW_DAYS)
         while True:
             walking = plan.walk is not None and any(entry.open for entry in classes.values())
@@ -593,24 +589,7 @@ FROM matched bag
     ) -> _Part:
         """The walk's next window: the open polarities' matches within its time span, less those
         scored in full (a repeater read again is counted once)."""
-        # A source of conflict bags alone needs no second look at the bag.
-        every = [
-            polarity
-            for polarity, entry in classes.items()
-            if entry.open and (source.in_conflict or not entry.conflict_only)
-        ]
-        conflict_only = [
-            polarity
-            for polarity, entry in classes.items()
-            if entry.open and entry.conflict_only and not source.in_conflict
-        ]
-        in_conflict = "d.polarity = ANY(%s::text[]) AND d.bag_id IN (SELECT cb.id FROM cb)"
-        if every and conflict_only:
-            where, params = f" AND (d.polarity = ANY(%s::text[]) OR ({in_conflict}))", [every, conflict_only]
-        elif every:
-            where, params = " AND d.polarity = ANY(%s::text[])", [every]
-        else:
-            where, params = f" AND {in_conflict}", [conflict_only]
+        where, params = _open_polarities(classes, source)
         if window.lower is not None:
             where += " AND d.created_at >= %s"
             params.append(now - timedelta(days=window.lower))
@@ -664,33 +643,15 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
 ) x"""
         params: list[object] = [query, conflict_bags]
         for part in parts:
-            params += [
-                request.now,
-                request.user_id,
-                *part.matches_params,
-                request.user_id,
-                *facet_params,
-                *part.where_params,
-            ]
+            params += [request.now, request.user_id, *part.matches_params, request.user_id]
+            params += [*facet_params, *part.where_params]
         params += [
             [polarity for polarity, entry in classes.items() if entry.open],
             max(entry.need for entry in classes.values()) * len(parts),
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        touched = set()
-        kept = {candidate.id for entry in classes.values() for candidate in entry.best}
-        for deposit_id, bag_id, polarity, score, in_conflict in rows:
-            if deposit_id in kept:
-                continue  # a copy from another part, or a repeater read again by a later window
-            kept.add(deposit_id)
-            classes[polarity].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
-            touched.add(polarity)
-        for polarity in touched:
-            best = classes[polarity].best
-            best.sort(key=lambda candidate: candidate.order_key)
-            del best[classes[polarity].need :]
+            _keep_best(cursor.fetchall(), classes)
 
     def _advance(self, window: _Window, classes: dict[str, _Class], bound: float) -> None:
         """Close the polarities no older match can enter, and choose the next window.
@@ -708,31 +669,103 @@ FROM unnest(%s::text[]) AS c(polarity) CROSS JOIN LATERAL (
                 entry.open = False
             return
         edge = window.lower
-        lower = edge
-        for polarity, entry in classes.items():
-            if not entry.open:
-                continue
-            ceiling = bound * decay(edge, polarity)
-            quiet = [c for c in entry.best if not c.in_conflict]
-            conflict = [c for c in entry.best if c.in_conflict]
-            if len(entry.best) == entry.need and (not quiet or quiet[-1].score > ceiling):
-                entry.conflict_only = entry.conflicts
-            # The members that decide the next window: those from conflict bags once only they can
-            # change, else all.
-            counted = conflict if entry.conflict_only else entry.best
-            if len(counted) == entry.need:
-                nth = counted[-1].score
-                if nth > ceiling:
-                    entry.open = False
-                    continue
-                # The age past which this N-th best beats every older match; read at most
-                # WINDOW_GROWTH times further, as the matches on the way may close it sooner.
-                needed = HALF_LIFE_DAYS[polarity] * math.log2(bound / nth) * (1 + 1e-9)
-                growth = CONFLICT_ONLY_GROWTH if entry.conflict_only else WINDOW_GROWTH
-                lower = max(lower, min(needed, edge * growth))
-            elif counted and not entry.conflict_only:
-                # Too few yet: read as far again as these took, times how many are missing.
-                lower = max(lower, edge * min(SPARSE_GROWTH, 1.5 * entry.need / len(counted)))
-            else:
-                lower = max(lower, edge * (CONFLICT_ONLY_GROWTH if entry.conflict_only else SPARSE_GROWTH))
+        reaches = [_reach(entry, polarity, edge, bound) for polarity, entry in classes.items() if entry.open]
+        lower = max([edge, *reaches])
         window.upper, window.lower = edge, None if lower > ALL_OLDER_DAYS else lower
+
+
+def _more_places(
+    quota: dict[str, int],
+    spare: int,
+    present: set[str],
+    need: dict[str, int],
+    best: dict[str, list[Candidate]],
+) -> dict[str, int]:
+    """How many first matches to ask each polarity for next (none: the slice is settled).
+
+    Each is asked for its reserved places and the spare ones, plus the places a polarity that
+    turned out to hold fewer matches than asked (or none) leaves empty; a polarity already asked
+    for as many is not asked again.
+    """
+    exhausted = {p for p in POLARITIES if p not in present or len(best[p]) < need[p]}
+    missing = sum(max(0, quota[p] - len(best[p])) for p in exhausted)
+    asked = {p: quota[p] + spare + missing for p in POLARITIES if p not in exhausted}
+    return {p: n for p, n in asked.items() if n > need[p]}
+
+
+def _held_in_conflict(found: dict[str, list[Candidate]], need: dict[str, int]) -> dict[str, list[Candidate]]:
+    """The polarities whose first `need[p]` matches the conflict bags' copies hold, with them."""
+    best: dict[str, list[Candidate]] = {}
+    for polarity, wanted in need.items():
+        held = [candidate for candidate in found[polarity] if candidate.in_conflict]
+        if len(held) >= wanted:
+            best[polarity] = held[:wanted]
+    return best
+
+
+def _scored_in_full(plan: WalkPlan) -> list[_Part]:
+    """The parts a walk reads once, before its windows: the matches its bound does not hold."""
+    parts: list[_Part] = []
+    if plan.full or not plan.walk:
+        # Scored in full: the whole query when nothing is walked (also a query whose rank
+        # has no bound), else the matches that would rank above the walk's bound.
+        parts.append(_Part("q.q", []) if plan.full is None else _Part("%s::tsquery", [plan.full]))
+    if plan.repeats is not None:
+        # The deposits repeating a lexeme the bound counts once, by deposits/0011's index.
+        parts.append(_Part("%s::tsquery", [plan.repeats], column=REPEATED_LEXEMES))
+    return parts
+
+
+def _open_polarities(classes: dict[str, _Class], source: _Source) -> tuple[str, list[object]]:
+    """The WHERE fragment a window reads the open polarities with: each whole, or only its
+    deposits in conflict bags once no quiet one can enter (a source of conflict bags alone needs
+    no second look at the bag)."""
+    every, conflict_only = [], []
+    for polarity, entry in classes.items():
+        if entry.open:
+            (conflict_only if entry.conflict_only and not source.in_conflict else every).append(polarity)
+    in_conflict = "d.polarity = ANY(%s::text[]) AND d.bag_id IN (SELECT cb.id FROM cb)"
+    if every and conflict_only:
+        return f" AND (d.polarity = ANY(%s::text[]) OR ({in_conflict}))", [every, conflict_only]
+    if every:
+        return " AND d.polarity = ANY(%s::text[])", [every]
+    return f" AND {in_conflict}", [conflict_only]
+
+
+def _keep_best(rows: list[tuple], classes: dict[str, _Class]) -> None:
+    """Add a read's rows to their polarities' best, each deposit once, and keep each one's first N."""
+    touched = set()
+    kept = {candidate.id for entry in classes.values() for candidate in entry.best}
+    for deposit_id, bag_id, polarity, score, in_conflict in rows:
+        if deposit_id in kept:
+            continue  # a copy from another part, or a repeater read again by a later window
+        kept.add(deposit_id)
+        classes[polarity].best.append(Candidate(deposit_id, bag_id, polarity, float(score), in_conflict))
+        touched.add(polarity)
+    for polarity in touched:
+        best = classes[polarity].best
+        best.sort(key=lambda candidate: candidate.order_key)
+        del best[classes[polarity].need :]
+
+
+def _reach(entry: _Class, polarity: str, edge: float, bound: float) -> float:
+    """How many days back the next window must read for one open polarity whose matches younger
+    than `edge` days are read; closes it (and asks for nothing older) when no older match can
+    enter its best."""
+    ceiling = bound * decay(edge, polarity)
+    if entry.quiet_settled(ceiling):
+        entry.conflict_only = entry.conflicts
+    counted = entry.deciding()
+    if len(counted) == entry.need:
+        nth = counted[-1].score
+        if nth > ceiling:
+            entry.open = False
+            return edge
+        # The age past which this N-th best beats every older match; read at most
+        # WINDOW_GROWTH times further, as the matches on the way may close it sooner.
+        needed = HALF_LIFE_DAYS[polarity] * math.log2(bound / nth) * (1 + 1e-9)
+        return min(needed, edge * (CONFLICT_ONLY_GROWTH if entry.conflict_only else WINDOW_GROWTH))
+    if counted and not entry.conflict_only:
+        # Too few yet: read as far again as these took, times how many are missing.
+        return edge * min(SPARSE_GROWTH, 1.5 * entry.need / len(counted))
+    return edge * (CONFLICT_ONLY_GROWTH if entry.conflict_only else SPARSE_GROWTH)

@@ -191,14 +191,21 @@ def _peers(user_id: str, hits: Iterable[tuple[Deposit, BagStats]]) -> dict[str, 
     by_bag: dict[str, list[tuple[datetime, str, str]]] = defaultdict(list)
     for deposit_id, bag, polarity, created_at in rows:
         by_bag[bag].append((created_at, str(deposit_id), polarity))
-    peers: dict[str, tuple[str, ...]] = {}
-    for hit_id, bag, polarity, stats in in_conflict:
-        wanted = set(peer_polarities(stats, polarity))
-        newest_first = sorted(
-            (row for row in by_bag[bag] if row[2] in wanted and row[1] != hit_id), reverse=True
-        )
-        peers[hit_id] = tuple(deposit_id for _, deposit_id, _ in newest_first[:MAX_CONFLICT_PEERS])
-    return peers
+    return {
+        hit_id: _newest_opposing(by_bag[bag], hit_id, set(peer_polarities(stats, polarity)))
+        for hit_id, bag, polarity, stats in in_conflict
+    }
+
+
+def _newest_opposing(
+    claims: list[tuple[datetime, str, str]], hit_id: str, wanted: set[str]
+) -> tuple[str, ...]:
+    """The ids of a bag's newest claims of the `wanted` polarities, at most MAX_CONFLICT_PEERS.
+
+    `claims` are (created_at, id, polarity); the hit itself is left out.
+    """
+    newest_first = sorted((row for row in claims if row[2] in wanted and row[1] != hit_id), reverse=True)
+    return tuple(deposit_id for _, deposit_id, _ in newest_first[:MAX_CONFLICT_PEERS])
 
 
 __all__ = ["DETAILS_FUNCTION", "HitDetail", "details_function_sql", "hit_details"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Exists, Max, OuterRef, Value
@@ -53,18 +54,25 @@ ON CONFLICT (id) DO UPDATE SET
 """
 
 
+def _later(moment: datetime | None, other: datetime) -> datetime:
+    return other if moment is None or other > moment else moment
+
+
 def _bag_params(
-    bag_id: str, user_id: str, scope: Scope, polarities: Iterable[tuple[str, datetime]], now: datetime
+    bag_id: str, user_id: str, scope: Scope, polarities: Sequence[tuple[str, datetime]], now: datetime
 ) -> list[object] | None:
+    """The upsert's values for one bag, or None with no deposit to add.
+
+    Its live and kept counts by polarity, each directional polarity's newest deposit, and the
+    newest of all.
+    """
     counts = {p: 0 for p in (*DIRECTIONAL, "open")}
     newest: dict[str, datetime | None] = {p: None for p in DIRECTIONAL}
-    last: datetime | None = None
     for polarity, created_at in polarities:
         counts[polarity] += 1
-        if polarity in newest and (newest[polarity] is None or created_at > newest[polarity]):
-            newest[polarity] = created_at
-        if last is None or created_at > last:
-            last = created_at
+        if polarity in newest:
+            newest[polarity] = _later(newest[polarity], created_at)
+    last = max((created_at for _, created_at in polarities), default=None)
     if last is None:
         return None
     return [
@@ -296,6 +304,29 @@ def bag_terms_refresh(*, bag_ids: Iterable[str] | None = None, user_prefix: str 
     )
 
 
+def _empty_counts() -> dict[str, object]:
+    """A bag's recounted columns before any of its deposits is counted."""
+    return {
+        **{f"live_{p}": 0 for p in (*DIRECTIONAL, "open")},
+        **{f"kept_{p}": 0 for p in DIRECTIONAL},
+        **{f"newest_{p}_at": None for p in DIRECTIONAL},
+        "kept_superseded": 0,
+    }
+
+
+def _count_into(values: dict[str, object], row: Mapping[str, Any]) -> None:
+    """Add one (polarity, superseded) group of a bag's kept deposits to its recounted columns."""
+    polarity = row["polarity"]
+    if not is_live(retracted=False, superseded=row["superseded"]):
+        values["kept_superseded"] += row["count"]  # type: ignore[operator]
+    else:
+        values[f"live_{polarity}"] += row["count"]  # type: ignore[operator]
+        if polarity in DIRECTIONAL:
+            values[f"newest_{polarity}_at"] = row["newest"]
+    if polarity in DIRECTIONAL:
+        values[f"kept_{polarity}"] += row["count"]  # type: ignore[operator]
+
+
 def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None = None) -> int:
     """Recount bags from their deposits after a supersession, retraction or erasure.
 
@@ -323,25 +354,9 @@ def bags_recount(bag_ids: Iterable[str], *, user_id: str, now: datetime | None =
         .values("bag_id", "polarity", "superseded")
         .annotate(count=Count("id"), newest=Max("created_at"))
     )
-    fresh: dict[str, dict[str, object]] = defaultdict(
-        lambda: {
-            **{f"live_{p}": 0 for p in (*DIRECTIONAL, "open")},
-            **{f"kept_{p}": 0 for p in DIRECTIONAL},
-            **{f"newest_{p}_at": None for p in DIRECTIONAL},
-            "kept_superseded": 0,
-        }
-    )
+    fresh: dict[str, dict[str, object]] = defaultdict(_empty_counts)
     for row in rows:
-        values = fresh[row["bag_id"]]
-        polarity = row["polarity"]
-        if not is_live(retracted=False, superseded=row["superseded"]):
-            values["kept_superseded"] += row["count"]  # type: ignore[operator]
-        else:
-            values[f"live_{polarity}"] += row["count"]  # type: ignore[operator]
-            if polarity in DIRECTIONAL:
-                values[f"newest_{polarity}_at"] = row["newest"]
-        if polarity in DIRECTIONAL:
-            values[f"kept_{polarity}"] += row["count"]  # type: ignore[operator]
+        _count_into(fresh[row["bag_id"]], row)
     now = now or timezone.now()
     for bag_id in ids:
         # Never back in time: a write that took its clock before a concurrent one may commit after it.

@@ -168,6 +168,30 @@ def _belief_fingerprint(claim: BeliefClaim | None) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """The item was written by this call, as `deposit_id`."""
+
+    deposit_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class _Replayed:
+    """The item's key and payload were written before: its answer is that deposit, read back."""
+
+    deposit_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """The item was refused, and wrote nothing."""
+
+    error: AtlasoError
+
+
+type _Outcome = _Committed | _Replayed | _Failed
+
+
 @dataclass
 class _Pending:
     """One write on its way through `_write_batch`, and what became of it."""
@@ -177,13 +201,13 @@ class _Pending:
     reason: str = ""
     deposit_id: uuid.UUID = field(default_factory=uuid.uuid4)
     fingerprint: str = ""
-    # Set once decided: ("committed" | "replay", deposit id) or ("failed", error).
-    outcome: tuple[str, Any] | None = None
+    # Set once decided.
+    outcome: _Outcome | None = None
     # Another item of the same batch with the same key and payload: this one replays it.
     follows: _Pending | None = None
 
     def fail(self, error: AtlasoError) -> None:
-        self.outcome = ("failed", error)
+        self.outcome = _Failed(error)
 
 
 def _gate(draft: DepositDraft) -> AtlasoError | None:
@@ -278,7 +302,7 @@ def _settle_taken_keys(user_id: str, owners: Mapping[str, _Pending], taken: list
         if entry is not None and entry.is_erased:
             item.fail(_erased(key))
         elif entry is not None and entry.payload_hash == item.fingerprint and entry.deposit_id is not None:
-            item.outcome = ("replay", entry.deposit_id)
+            item.outcome = _Replayed(entry.deposit_id)
         else:
             item.fail(idempotency_conflict(key, entry.deposit_id if entry else None))
 
@@ -339,19 +363,23 @@ def _check_beliefs(pending: Sequence[_Pending], channel: Channel | None, now: da
         return
     tiers = set(ProvenanceTier.objects.values_list("name", flat=True))
     for item in claims:
-        claim = item.draft.belief
-        assert claim is not None
+        assert item.draft.belief is not None
         try:
-            if channel is None:
-                raise BeliefInputError("belief", "a belief needs the writer's channel; this write has none")
-            if claim.taint_tier is not None and claim.taint_tier not in tiers:
-                raise BeliefInputError(
-                    "taint_tier",
-                    f"there is no tier {claim.taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}",
-                )
-            clean_observed_at(claim.observed_at or now, now=now)
+            _check_belief(item.draft.belief, channel, tiers, now)
         except BeliefInputError as error:
             item.fail(invalid(f"belief.{error.field}", error.message))
+
+
+def _check_belief(claim: BeliefClaim, channel: Channel | None, tiers: set[str], now: datetime) -> None:
+    """Raise BeliefInputError for a claim the revision log would refuse."""
+    if channel is None:
+        raise BeliefInputError("belief", "a belief needs the writer's channel; this write has none")
+    if claim.taint_tier is not None and claim.taint_tier not in tiers:
+        raise BeliefInputError(
+            "taint_tier",
+            f"there is no tier {claim.taint_tier!r}; the tiers are: {', '.join(sorted(tiers))}",
+        )
+    clean_observed_at(claim.observed_at or now, now=now)
 
 
 def _refuse_forgotten_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
@@ -374,13 +402,8 @@ def _write_batch(
     """
     _refuse_forgotten_keys(user_id, pending, now)
     targets = _lock_targets(user_id, pending)
-    for item in pending:
-        missing = _missing_targets(item.draft.contradicts, targets)
-        if missing and item.outcome is None:
-            item.fail(_missing_error(missing))
-    channel = None
-    if channel_name is not None and any(p.draft.belief for p in pending):
-        channel = Channel.objects.select_related("tier").filter(name=channel_name).first()
+    _refuse_missing_targets(pending, targets)
+    channel = _belief_channel(pending, channel_name)
     _check_beliefs(pending, channel, now)
     _claim_keys(user_id, pending, now)
     fresh = [p for p in pending if p.outcome is None and p.follows is None]
@@ -392,19 +415,51 @@ def _write_batch(
             user_id=user_id, bag_ids=touched, now=now, closers=closers, in_conflict=in_conflict
         )
         tally.touched(now, live=live, conflicts=opened)
+        if channel is not None:
+            _record_beliefs(user_id, fresh, channel, now)
         for item in fresh:
-            if item.draft.belief is not None and channel is not None:
-                claim = item.draft.belief
-                observation_record(
-                    user_id=user_id, key=claim.key, value=claim.value, channel=channel,
-                    observed_at=claim.observed_at, content_confidence=claim.content_confidence,
-                    taint_tier=claim.taint_tier, deposit_id=str(item.deposit_id), now=now,
-                )  # fmt: skip
-            item.outcome = ("committed", item.deposit_id)
+            item.outcome = _Committed(item.deposit_id)
+    _settle_followers(pending)
+
+
+def _refuse_missing_targets(pending: Sequence[_Pending], targets: Mapping[str, Deposit]) -> None:
+    """An item contradicting a deposit the owner does not hold (any more) fails."""
     for item in pending:
-        if item.follows is not None:
-            leader = item.follows.outcome
-            item.outcome = ("replay", leader[1]) if leader and leader[0] != "failed" else leader
+        missing = _missing_targets(item.draft.contradicts, targets)
+        if missing and item.outcome is None:
+            item.fail(_missing_error(missing))
+
+
+def _belief_channel(pending: Sequence[_Pending], channel_name: str | None) -> Channel | None:
+    """The writer's channel with its tier, read only when an item claims a belief."""
+    if channel_name is None or not any(p.draft.belief for p in pending):
+        return None
+    return Channel.objects.select_related("tier").filter(name=channel_name).first()
+
+
+def _record_beliefs(user_id: str, written: Sequence[_Pending], channel: Channel, now: datetime) -> None:
+    """Each written deposit's belief claim, as an observation of the revision log."""
+    for item in written:
+        claim = item.draft.belief
+        if claim is not None:
+            observation_record(
+                user_id=user_id, key=claim.key, value=claim.value, channel=channel,
+                observed_at=claim.observed_at, content_confidence=claim.content_confidence,
+                taint_tier=claim.taint_tier, deposit_id=str(item.deposit_id), now=now,
+            )  # fmt: skip
+
+
+def _settle_followers(pending: Sequence[_Pending]) -> None:
+    """An item that repeats an earlier one of its batch (same key and payload) replays its
+    deposit, or fails as it did."""
+    for item in pending:
+        if item.follows is None:
+            continue
+        leader = item.follows.outcome
+        if isinstance(leader, _Committed | _Replayed):
+            item.outcome = _Replayed(leader.deposit_id)
+        else:
+            item.outcome = leader
 
 
 def _insert(
@@ -437,18 +492,36 @@ def _insert(
             new = by_bag[bag] = NewDeposits(bag_scope(scope))
         new.polarities.append((draft.polarity, now))
         new.texts.append(search_text(draft.content, scope.note))
-        belief = draft.belief
-        rows.append((
-            item.deposit_id, user_id, bag, draft.content, draft.polarity, draft.evidence_grade,
-            scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, scope.note,
-            list(draft.tags), list(draft.artifact_refs), draft.author, draft.author_role, draft.task_id,
-            channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
-        ))  # fmt: skip
+        rows.append(_deposit_row(item, user_id=user_id, bag=bag, channel_name=channel_name, now=now))
     # Bag rows first (the deposits' foreign key points at them), in id order against deadlocks.
     in_conflict: set[str] | None = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
     insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     # The database put them in the embedding backlog; their vectors are made after the commit.
     embedding.when_committed()
+    closers, revived = _supersede(user_id, items, targets=targets, now=now)
+    if closers:
+        in_conflict = None  # the recount may have moved any of these bags
+    return set(by_bag) | set(closers), closers, in_conflict, len(rows) + revived
+
+
+def _deposit_row(
+    item: _Pending, *, user_id: str, bag: str, channel_name: str | None, now: datetime
+) -> tuple[object, ...]:
+    """The item's deposits_deposit row, in DEPOSIT_COLUMNS order."""
+    draft, scope, belief = item.draft, item.draft.scope, item.draft.belief
+    return (
+        item.deposit_id, user_id, bag, draft.content, draft.polarity, draft.evidence_grade,
+        scope.model, scope.dataset, scope.env, scope.version, scope.n, scope.seed, scope.note,
+        list(draft.tags), list(draft.artifact_refs), draft.author, draft.author_role, draft.task_id,
+        channel_name, draft.repro_status, belief.key if belief else None, belief.value if belief else None, now,
+    )  # fmt: skip
+
+
+def _supersede(
+    user_id: str, items: Sequence[_Pending], *, targets: Mapping[str, Deposit], now: datetime
+) -> tuple[dict[str, Closer], int]:
+    """The items' superseding edges to the deposits they contradict, with their bags recounted:
+    which write may have ended each bag's conflict, and how many live deposits the recount added."""
     edges = [
         Contradiction(
             user_id=user_id,
@@ -460,15 +533,14 @@ def _insert(
         for item in items
         for raw in dict.fromkeys(item.draft.contradicts)
     ]
+    if not edges:
+        return {}, 0
+    Contradiction.objects.bulk_create(edges)
+    revived = bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id, now=now)
     closers: dict[str, Closer] = {}
-    live = len(rows)
-    if edges:
-        Contradiction.objects.bulk_create(edges)
-        live += bags_recount((edge.old_deposit.bag_id for edge in edges), user_id=user_id, now=now)
-        for edge in edges:
-            closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
-        in_conflict = None  # the recount may have moved any of these bags
-    return set(by_bag) | set(closers), closers, in_conflict, live
+    for edge in edges:
+        closers.setdefault(edge.old_deposit.bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id))
+    return closers, revived
 
 
 def _record_of(item: _Pending, *, channel: str | None, now: datetime) -> DepositRecord:
@@ -494,14 +566,14 @@ def _write_one(draft: DepositDraft, *, channel: str | None, key: str | None, rea
         tally = Tally(draft.user_id)
         _write_batch(draft.user_id, [item], channel_name=channel, now=item_time, tally=tally)
         tally_write(tally)
-        assert item.outcome is not None
-        status, value = item.outcome
-        if status == "failed":
-            raise value
-    if status == "committed":
+        outcome = item.outcome
+        assert outcome is not None
+        if isinstance(outcome, _Failed):
+            raise outcome.error
+    if isinstance(outcome, _Committed):
         return AddResult(deposit=_record_of(item, channel=channel, now=item_time), is_idempotent_replay=False)
     try:
-        replayed = deposit_record(draft.user_id, str(value))
+        replayed = deposit_record(draft.user_id, str(outcome.deposit_id))
     except AtlasoError as error:
         if error.code != NOT_FOUND:
             raise
@@ -590,19 +662,34 @@ def _bulk_result(
     now: datetime,
 ) -> AddManyResult:
     """What was just written is known without reading it back; replays are read."""
-    written = [p for p in pending if p.outcome is not None and p.outcome[0] != "failed"]
-    committed = tuple(_record_of(p, channel=channel, now=now) for p in written if p.outcome[0] == "committed")
-    replayed = [p.outcome[1] for p in written if p.outcome[0] == "replay"]
-    records = {
-        r.id: r for r in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=replayed)))
-    }
-    duplicates = tuple(records[str(i)] for i in replayed if str(i) in records)
+    committed = tuple(
+        _record_of(p, channel=channel, now=now) for p in pending if isinstance(p.outcome, _Committed)
+    )
+    duplicates = _replayed_records(user_id, [p.outcome for p in pending if isinstance(p.outcome, _Replayed)])
     return AddManyResult(
         committed=committed,
         duplicates=duplicates,
         failed=tuple(failed),
         is_partial=bool(failed) and bool(committed or duplicates),
     )
+
+
+def _replayed_records(user_id: str, replays: Sequence[_Replayed]) -> tuple[DepositRecord, ...]:
+    """The deposits the replays answer with, read back in their order (an erased one is left out)."""
+    replayed = [replay.deposit_id for replay in replays]
+    records = {
+        r.id: r for r in deposit_records(list(Deposit.objects.filter(user_id=user_id, id__in=replayed)))
+    }
+    return tuple(records[str(i)] for i in replayed if str(i) in records)
+
+
+def _refused_in_writing(bulk: BulkDraft, pending: Mapping[int, _Pending]) -> list[BulkReject]:
+    """The items (by index in the request) the write refused, each with what was sent."""
+    return [
+        BulkReject(index=index, item=bulk.items[index].sent, error=p.outcome.error)
+        for index, p in pending.items()
+        if isinstance(p.outcome, _Failed)
+    ]
 
 
 def deposit_add_many(*, bulk: BulkDraft, channel: str | None) -> AddManyResult:
@@ -612,7 +699,7 @@ def deposit_add_many(*, bulk: BulkDraft, channel: str | None) -> AddManyResult:
     the batch hit a database error, the items are retried one by one, each in its own
     savepoint, so one bad item cannot take the others down.
     """
-    user_id, mode, sent = bulk.user_id, bulk.on_gate_reject, [item.sent for item in bulk.items]
+    user_id, mode = bulk.user_id, bulk.on_gate_reject
     judged = [_judged(item) for item in bulk.items]
     failed = [j for j in judged if isinstance(j, BulkReject)]
     pending = {index: j for index, j in enumerate(judged) if isinstance(j, _Pending)}
@@ -621,11 +708,7 @@ def deposit_add_many(*, bulk: BulkDraft, channel: str | None) -> AddManyResult:
     now = timezone.now()
     with transaction.atomic():
         _write_bulk(user_id, list(pending.values()), channel=channel, now=now)
-        failed += [
-            BulkReject(index=index, item=sent[index], error=p.outcome[1])
-            for index, p in pending.items()
-            if p.outcome is not None and p.outcome[0] == "failed"
-        ]
+        failed += _refused_in_writing(bulk, pending)
         failed.sort(key=lambda reject: reject.index)
         if failed and mode == "abort":
             transaction.set_rollback(True)

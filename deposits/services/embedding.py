@@ -189,7 +189,11 @@ def _waiting(user_id: str | None) -> int:
     return (pending.filter(user_id=user_id) if user_id else pending).count()
 
 
-def _next_batch(size: int, user_id: str | None) -> list[tuple[uuid.UUID, str, str, str | None, Any]]:
+# A deposit waiting for its vector: (id, owner, content, scope note, retracted_at).
+_Row = tuple[uuid.UUID, str, str, str | None, Any]
+
+
+def _next_batch(size: int, user_id: str | None) -> list[_Row]:
     """The oldest waiting deposits: (id, owner, content, scope note, retracted_at)."""
     owner = " AND p.user_id = %s" if user_id else ""
     with connection.cursor() as cursor:
@@ -253,6 +257,28 @@ def heads_advance(model: str, deposit_ids: list[uuid.UUID]) -> None:
     )
 
 
+def _embed_batch(embedder: Embedder, model: ModelInfo, rows: list[_Row], threads: int) -> tuple[int, int]:
+    """One batch of the backlog: the vectors of its live deposits written; (embedded, skipped).
+
+    A retracted deposit leaves the backlog without a vector; one erased while its text was being
+    embedded is skipped by the write.
+    """
+    retracted = [row[0] for row in rows if row[4] is not None]
+    if retracted:
+        EmbeddingPending.objects.filter(deposit_id__in=retracted).delete()
+    wanted = [row for row in rows if row[4] is None]
+    if not wanted:
+        return 0, len(retracted)
+    vectors = embedder.passages([passage_text(row[2], row[3]) for row in wanted], threads=threads)
+    if vectors.shape != (len(wanted), model.dims):
+        raise EmbedderError(
+            f"the embedder answered {vectors.shape[-1]} dimensions where {model.name}'s "
+            f"vectors have {model.dims}"
+        )
+    written = _write_vectors(model, [(row[0], row[1]) for row in wanted], vectors)
+    return written, len(retracted) + len(wanted) - written
+
+
 def deposits_embed(
     *,
     progress: Progress | None = None,
@@ -291,21 +317,9 @@ def deposits_embed(
             rows = _next_batch(min(size, total - embedded - skipped), user_id)
             if not rows:
                 break
-            retracted = [row[0] for row in rows if row[4] is not None]
-            if retracted:
-                EmbeddingPending.objects.filter(deposit_id__in=retracted).delete()
-                skipped += len(retracted)
-            wanted = [row for row in rows if row[4] is None]
-            if wanted:
-                vectors = embedder.passages([passage_text(row[2], row[3]) for row in wanted], threads=threads)
-                if vectors.shape != (len(wanted), model.dims):
-                    raise EmbedderError(
-                        f"the embedder answered {vectors.shape[-1]} dimensions where {model.name}'s "
-                        f"vectors have {model.dims}"
-                    )
-                written = _write_vectors(model, [(row[0], row[1]) for row in wanted], vectors)
-                embedded += written
-                skipped += len(wanted) - written
+            done, passed = _embed_batch(embedder, model, rows, threads)
+            embedded += done
+            skipped += passed
             progress(embedded + skipped, total)
         elapsed = time.perf_counter() - started
     return {

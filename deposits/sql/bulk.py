@@ -88,62 +88,84 @@ def insert_rows(
     """
     if not rows:
         return []
-    names = ", ".join(name for name, _ in columns)
-    types = [pg_type for _, pg_type in columns]
-    if derived and connection.vendor != "postgresql":
-        raise ValueError("derived columns are computed by PostgreSQL only")
-    if (
-        connection.vendor == "postgresql"
-        and copy
-        and not suffix
-        and not derived
-        and len(rows) >= COPY_MIN_ROWS
-    ):
-        _copy_rows(table, names, types, rows)
-        return []
-    if connection.vendor == "postgresql":
-        # Column by column: only the types _preparer changes are touched, value by value.
-        preparers = [_preparer(pg_type) for pg_type in types]
-        arrays = [
-            list(map(prepare, column)) if prepare is not None else list(column)
-            for column, prepare in zip(zip(*rows, strict=True), preparers, strict=True)
-        ]
-        # JSON travels as text and is cast per element (psycopg would otherwise guess). `%b`
-        # sends each array in binary: `%s` let psycopg pick text for strings, and quote every
-        # element after testing it against a regular expression.
-        select = ", ".join("%b::text[]::jsonb[]" if t == "jsonb" else f"%b::{t}[]" for t in types)
-        sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({select}) {suffix}"
+    if connection.vendor != "postgresql":
         if derived:
-            values = ", ".join(
-                derived.get(name, "{}").format(f"u.c{i}") for i, (name, _) in enumerate(columns)
-            )
-            aliases = ", ".join(f"c{i}" for i in range(len(columns)))
-            sql = f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({select}) AS u({aliases}) {suffix}"
-        params: list[object] = arrays
-    else:
-        preparers = [_preparer(pg_type) for pg_type in types]
-        rows = [
-            [
-                value if prepare is None else prepare(value)
-                for value, prepare in zip(row, preparers, strict=True)
-            ]
-            for row in rows
-        ]
-        row = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        sql = f"INSERT INTO {table} ({names}) VALUES {', '.join([row] * len(rows))} {suffix}"
-        params = [value for values in rows for value in values]
-    returning = "RETURNING" in suffix.upper()
-    if connection.vendor == "postgresql":
-        # Django's cursors bind on the client, quoting every array element in Python; a plain
-        # psycopg cursor on the same connection (same transaction) sends the arrays bound and
-        # in binary instead. Django's error wrapper still applies: psycopg's errors become
-        # Django's (a lost connection is an OperationalError, answered 503, and the connection
-        # is marked for closing so the next request opens a new one; a refused row is an
-        # IntegrityError, which the bulk write retries item by item).
-        connection.ensure_connection()
-        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(sql, params, binary=True)
-            return cursor.fetchall() if returning else []
+            raise ValueError("derived columns are computed by PostgreSQL only")
+        return _insert_values(table, columns, rows, suffix)
+    if copy and not (suffix or derived) and len(rows) >= COPY_MIN_ROWS:
+        _copy_rows(table, _names(columns), [pg_type for _, pg_type in columns], rows)
+        return []
+    return _insert_unnest(table, columns, rows, suffix, derived or {})
+
+
+def _names(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(name for name, _ in columns)
+
+
+def _insert_unnest(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[Sequence[object]],
+    suffix: str,
+    derived: Mapping[str, str],
+) -> list[tuple]:
+    """PostgreSQL's INSERT … SELECT FROM unnest: one array per column, bound in binary."""
+    sql = _unnest_sql(table, columns, suffix, derived)
+    arrays = _column_arrays([pg_type for _, pg_type in columns], rows)
+    # Django's cursors bind on the client, quoting every array element in Python; a plain
+    # psycopg cursor on the same connection (same transaction) sends the arrays bound and
+    # in binary instead. Django's error wrapper still applies: psycopg's errors become
+    # Django's (a lost connection is an OperationalError, answered 503, and the connection
+    # is marked for closing so the next request opens a new one; a refused row is an
+    # IntegrityError, which the bulk write retries item by item).
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, arrays, binary=True)
+        return cursor.fetchall() if _returns_rows(suffix) else []
+
+
+def _unnest_sql(
+    table: str, columns: Sequence[tuple[str, str]], suffix: str, derived: Mapping[str, str]
+) -> str:
+    """The INSERT that reads one array parameter per column, a derived column computed in SQL."""
+    names = _names(columns)
+    # JSON travels as text and is cast per element (psycopg would otherwise guess). `%b`
+    # sends each array in binary: `%s` let psycopg pick text for strings, and quote every
+    # element after testing it against a regular expression.
+    select = ", ".join("%b::text[]::jsonb[]" if t == "jsonb" else f"%b::{t}[]" for _, t in columns)
+    if not derived:
+        return f"INSERT INTO {table} ({names}) SELECT * FROM unnest({select}) {suffix}"
+    values = ", ".join(derived.get(name, "{}").format(f"u.c{i}") for i, (name, _) in enumerate(columns))
+    aliases = ", ".join(f"c{i}" for i in range(len(columns)))
+    return f"INSERT INTO {table} ({names}) SELECT {values} FROM unnest({select}) AS u({aliases}) {suffix}"
+
+
+def _column_arrays(types: list[str], rows: Sequence[Sequence[object]]) -> list[list[object]]:
+    """The rows as one list per column, each value as the driver wants it for the column's type."""
+    # Column by column: only the types _preparer changes are touched, value by value.
+    preparers = [_preparer(pg_type) for pg_type in types]
+    return [
+        list(map(prepare, column)) if prepare is not None else list(column)
+        for column, prepare in zip(zip(*rows, strict=True), preparers, strict=True)
+    ]
+
+
+def _insert_values(
+    table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], suffix: str
+) -> list[tuple]:
+    """SQLite's INSERT: one multi-row VALUES list through Django's cursor."""
+    preparers = [_preparer(pg_type) for _, pg_type in columns]
+    params = [
+        value if prepare is None else prepare(value)
+        for row in rows
+        for value, prepare in zip(row, preparers, strict=True)
+    ]
+    row = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    sql = f"INSERT INTO {table} ({_names(columns)}) VALUES {', '.join([row] * len(rows))} {suffix}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall() if returning else []
+        return cursor.fetchall() if _returns_rows(suffix) else []
+
+
+def _returns_rows(suffix: str) -> bool:
+    return "RETURNING" in suffix.upper()

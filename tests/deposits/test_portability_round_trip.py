@@ -85,7 +85,7 @@ def _body(polarity: str, content: str, scope: dict[str, Any], belief: dict[str, 
     return body
 
 
-def _write(user: str, ops: list[tuple[str, str, int, bool]]) -> None:  # noqa: C901 (one branch per operation)
+def _write(user: str, ops: list[tuple[str, str, int, bool]]) -> None:
     written: list[str] = []
     now = timezone.now()
     for n, (kind, word, pick, flag) in enumerate(ops):
