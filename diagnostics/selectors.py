@@ -202,9 +202,12 @@ def snapshot_of(user_id: str | None, totals: FieldTotals, now: datetime) -> Snap
 
 @dataclass(frozen=True, slots=True)
 class FmiFigure:
-    """The FMI a page shows, with the moment it describes: an owner's or the deployment's latest
-    snapshot (the row the owners list and the trends read too), or, while there is none yet,
-    computed when read (`from_snapshot` False, and the page says so)."""
+    """The FMI a page shows, with the moment it describes.
+
+    It is an owner's or the deployment's latest snapshot (the row the owners list and the trends
+    read too), or, while there is none yet, computed when read (`from_snapshot` False, and the page
+    says so).
+    """
 
     fmi: int
     pillars: Pillars
@@ -262,9 +265,11 @@ def fmi_figure(
 
 @dataclass(frozen=True, slots=True)
 class DeploymentCounts:
-    """The deployment's counts now, from the rows every write keeps: the owners the owners list
-    totals, the sum of their live deposits, the open conflicts and since when the oldest, and the
-    uncertain beliefs the owners list's rows count."""
+    """The deployment's counts now, from the rows every write keeps.
+
+    The owners the owners list totals, the sum of their live deposits, the open conflicts and since
+    when the oldest, and the uncertain beliefs the owners list's rows count.
+    """
 
     owners: int
     live_deposits: int
@@ -274,8 +279,10 @@ class DeploymentCounts:
 
 
 def deployment_counts() -> DeploymentCounts:
-    """What the overview says the deployment holds now, in one query over the deployment's tally
-    row (the owners list's total, the queue's count), never from a snapshot."""
+    """What the overview says the deployment holds now, never read from a snapshot.
+
+    One query over the deployment's tally row (the owners list's total, the queue's count).
+    """
     live = OwnerTally.objects.filter(live_deposits__gt=0).order_by().values(one=Value(1))
     uncertain = Belief.objects.filter(is_uncertain=True).order_by().values(one=Value(1))
     row = (
@@ -317,8 +324,11 @@ def backlog(
     now: datetime | None = None,
     counts: DeploymentCounts | None = None,
 ) -> Backlog:
-    """From the conflict episodes, when read (current even between snapshots); the deployment's
-    open conflicts from `counts` when the page read them already."""
+    """The conflict backlog, read from the conflict episodes when asked for.
+
+    Read so, it is current even between snapshots. The deployment's open conflicts come from
+    `counts` when the page read them already.
+    """
     now = now or timezone.now()
     episodes = (
         ConflictEpisode.objects.all() if user_id is None else ConflictEpisode.objects.filter(user_id=user_id)
@@ -341,8 +351,10 @@ def backlog(
 
 @dataclass(frozen=True, slots=True)
 class SnapshotPoint:
-    """One snapshot as a trend reads it: 90 days of 15-minute points are 8,640 of these, so a
-    plain record read as tuples, not a model instance each."""
+    """One snapshot as a trend reads it: a plain record read as tuples, not a model instance.
+
+    90 days of 15-minute points are 8,640 of these.
+    """
 
     taken_at: datetime
     fmi: int
@@ -419,8 +431,11 @@ class DeploymentTrend:
 def deployment_trend(
     *, days: int = 30, now: datetime | None = None, counts: DeploymentCounts | None = None
 ) -> DeploymentTrend:
-    """What the dashboard draws of the deployment: its snapshots, not a pooled recount (its FMI
-    figure, the newest of them, is `fmi_figure`'s), and its backlog (`counts`: see backlog)."""
+    """What the dashboard draws of the deployment: its snapshots and its backlog.
+
+    Its snapshots, not a pooled recount; its FMI figure, the newest of them, is `fmi_figure`'s. For
+    the backlog's `counts`, see backlog.
+    """
     now = now or timezone.now()
     return DeploymentTrend(
         points=_points(None, days, now), backlog=backlog(days=days, now=now, counts=counts)
@@ -561,8 +576,11 @@ class OwnerRow:
 
 
 def _moment(value: Any) -> datetime | None:
-    """A timestamp from a raw query: PostgreSQL answers an aware datetime; SQLite UTC as text, or
-    as a naive datetime for a column read as it is."""
+    """A raw query's timestamp as an aware datetime, in UTC when the database gave no zone.
+
+    PostgreSQL answers an aware datetime; SQLite UTC as text, or as a naive datetime for a column
+    read as it is.
+    """
     moment = value if value is None or isinstance(value, datetime) else parse_datetime(str(value))
     return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -581,8 +599,11 @@ def _owner_row(row: Sequence[Any]) -> OwnerRow:
 
 
 def owner_row(*, user_id: str) -> OwnerRow | None:
-    """One owner's row of the owners list, read by the list's own columns: what the owner page
-    shows of its live deposits, open conflicts and uncertain beliefs. None before its first write."""
+    """One owner's row of the owners list, or None before its first write.
+
+    Read by the list's own columns: what the owner page shows of its live deposits, open conflicts
+    and uncertain beliefs.
+    """
     row = owners_sql.owner_row(user_id)
     return None if row is None else _owner_row(row)
 

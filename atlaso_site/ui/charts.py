@@ -91,8 +91,11 @@ class Plot:
 
 @dataclass(frozen=True, slots=True)
 class ChartFrame:
-    """What every chart has: its id, title and accessible description, the plot area, the axes
-    with their labels and ticks, and the message shown instead when there is too little data."""
+    """The frame every chart shares: what it is, where it plots, and what it shows without data.
+
+    Its id, title and accessible description, the plot area, the axes with their labels and ticks,
+    and the message shown instead when there is too little data.
+    """
 
     chart_id: str
     title: str
@@ -121,15 +124,21 @@ class LineChart(ChartFrame):
 
     @property
     def phone_scale(self) -> float:
-        """How many SVG units one CSS pixel is on a phone, where the chart fills a card about
-        PHONE_WIDTH pixels wide: the page's CSS draws labels and lines that much larger there."""
+        """How many SVG units one CSS pixel is on a phone.
+
+        There the chart fills a card about PHONE_WIDTH pixels wide, and the page's CSS draws labels
+        and lines that much larger.
+        """
         return round(max(1.0, self.plot.width / PHONE_WIDTH), 2)
 
 
 @dataclass(frozen=True, slots=True)
 class Bin:
-    """One bin of a reliability diagram: its range of stated probability, the mean stated
-    probability in it, the observed frequency and how many outcomes it holds."""
+    """One bin of a reliability diagram: a range of stated probability and what came of it.
+
+    It holds that range, the mean stated probability in it, the observed frequency and how many
+    outcomes it holds.
+    """
 
     low: float
     high: float
@@ -156,8 +165,11 @@ class DrawnBin:
 
 @dataclass(frozen=True, slots=True)
 class ReliabilityChart(ChartFrame):
-    """What templates/charts/reliability.html draws: bars of observed frequency per bin, a dot
-    at each bin's mean stated probability, and the diagonal a calibrated memory would follow."""
+    """What templates/charts/reliability.html draws: a reliability diagram.
+
+    Bars of observed frequency per bin, a dot at each bin's mean stated probability, and the
+    diagonal a calibrated memory would follow.
+    """
 
     bins: tuple[DrawnBin, ...] = ()
     diagonal: str = ""
@@ -254,8 +266,10 @@ def thin(
 
 
 def _last_per_slot(points: list[Point], *, start: datetime, end: datetime, slots: int) -> list[Point]:
-    """Each of `slots` equal slots of the window as one point (the slot's first moment with its
-    last value), and the newest point as it is."""
+    """The points thinned to one for each of `slots` equal slots of the window, and the newest.
+
+    A slot's point is its first moment with its last value; the newest point is kept as it is.
+    """
     slot = (end - start) / slots
     by_slot: dict[int, Point] = {}
     for moment, value in points:

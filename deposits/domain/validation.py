@@ -142,8 +142,10 @@ def validate_content(value: Any, field: str = "content") -> str:
 
 
 def refuse_unstorable(data: Mapping[str, Any]) -> None:
-    """Raise for the first string among `data`'s fields (nested ones too) that no database can
-    store: a NUL or a lone surrogate. A bulk reports it as that item's failure."""
+    """Raise for the first string in `data`'s fields, nested ones too, that no database can store.
+
+    Such a string holds a NUL or a lone surrogate. A bulk reports it as that item's failure.
+    """
     found = first_unstorable(data)
     if found is not None:
         field, problem = found

@@ -278,8 +278,11 @@ def _key_owners(pending: Sequence[_Pending]) -> dict[str, _Pending]:
 
 
 def _delete_expired_keys(user_id: str, keys: list[str], now: datetime) -> None:
-    """Entries older than the window are removed first, so correctness never waits for the job
-    (SQLite; PostgreSQL replaces them as it claims, _CLAIM_OR_REPLACE_EXPIRED)."""
+    """On SQLite, delete these keys' entries older than the window before the keys are claimed.
+
+    Removed first, they never make correctness wait for the job. PostgreSQL replaces them as it
+    claims instead (_CLAIM_OR_REPLACE_EXPIRED).
+    """
     cutoff = connection.ops.adapt_datetimefield_value(now - WINDOW)
     marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
@@ -383,8 +386,11 @@ def _check_belief(claim: BeliefClaim, channel: Channel | None, tiers: set[str], 
 
 
 def _refuse_forgotten_keys(user_id: str, pending: Sequence[_Pending], now: datetime) -> None:
-    """A forgotten owner's keys stay tombstones for the rest of their window: its replays are
-    refused before anything else, as what they contradicted is gone with it."""
+    """Refuse, before anything else, the replays of a forgotten owner's keys.
+
+    Its keys stay tombstones for the rest of their window: what its replays contradicted is gone
+    with it.
+    """
     forgotten = forgotten_keys(user_id, [item.key for item in pending if item.key is not None], now)
     for item in pending:
         if item.key is not None and item.key in forgotten:
@@ -450,8 +456,10 @@ def _record_beliefs(user_id: str, written: Sequence[_Pending], channel: Channel,
 
 
 def _settle_followers(pending: Sequence[_Pending]) -> None:
-    """An item that repeats an earlier one of its batch (same key and payload) replays its
-    deposit, or fails as it did."""
+    """Settle each item that repeats an earlier one of its batch (same key and payload).
+
+    It replays the earlier item's deposit, or fails as that item did.
+    """
     for item in pending:
         if item.follows is None:
             continue
@@ -470,10 +478,13 @@ def _insert(
     targets: Mapping[str, Deposit],
     now: datetime,
 ) -> tuple[set[str], dict[str, Closer], set[str] | None, int]:
-    """Insert the items; returns the bags whose counts changed, which write may have ended each
-    one's conflict (the first deposit of the batch that superseded one of its own), which are in
-    conflict now when the write only added live deposits (no supersession recounted), and how
-    many more live deposits the owner holds."""
+    """Insert the items, and say what the write changed for the owner's bags and live count.
+
+    Returns the bags whose counts changed; which write may have ended each one's conflict (the first
+    deposit of the batch that superseded one of its own); which bags are in conflict now when the
+    write only added live deposits (no supersession recounted); and how many more live deposits the
+    owner holds.
+    """
     by_bag: dict[str, NewDeposits] = {}
     # A batch's items share few scopes: each bag id is hashed once. The key holds each facet's
     # type, so 1 and True (equal as dict keys) could never share an id.
@@ -520,8 +531,11 @@ def _deposit_row(
 def _supersede(
     user_id: str, items: Sequence[_Pending], *, targets: Mapping[str, Deposit], now: datetime
 ) -> tuple[dict[str, Closer], int]:
-    """The items' superseding edges to the deposits they contradict, with their bags recounted:
-    which write may have ended each bag's conflict, and how many live deposits the recount added."""
+    """Write the items' superseding edges to the deposits they contradict, and recount their bags.
+
+    Returns which write may have ended each bag's conflict, and how many live deposits the recount
+    added.
+    """
     edges = [
         Contradiction(
             user_id=user_id,
@@ -779,8 +793,11 @@ def _forget_copied_refs(user_id: str, resolution_ids: Sequence[uuid.UUID]) -> No
 
 
 def _soft_retract(row: Deposit, reason: str | None) -> RetractResult:
-    """Retract `row`; if it is a correction, what it superseded is live again (domain.md, Live)
-    unless another superseding edge still points at it: bags, terms and episodes follow."""
+    """Retract `row`; if it is a correction, what it superseded may be live again.
+
+    What it superseded is live again (domain.md, Live) unless another superseding edge still points
+    at it; bags, terms and episodes follow.
+    """
     if row.retracted_at is None:
         now = timezone.now()
         Deposit.objects.filter(pk=row.pk).update(retracted_at=now, retracted_reason=reason or "")

@@ -207,8 +207,10 @@ def _next_batch(size: int, user_id: str | None) -> list[_Row]:
 
 
 def _write_vectors(model: ModelInfo, rows: list[tuple[uuid.UUID, str]], vectors: np.ndarray) -> int:
-    """Write the batch's vectors and take its deposits out of the backlog, in one transaction;
-    a deposit erased meanwhile gets none."""
+    """Write the batch's vectors and take its deposits out of the backlog, in one transaction.
+
+    A deposit erased meanwhile gets none.
+    """
     ids = [deposit_id for deposit_id, _ in rows]
     now = timezone.now()
     with transaction.atomic():
@@ -242,8 +244,11 @@ def _write_vectors(model: ModelInfo, rows: list[tuple[uuid.UUID, str]], vectors:
 
 
 def heads_advance(model: str, deposit_ids: list[uuid.UUID]) -> None:
-    """Move each owner's head to its newest vector of `model` among these deposits' (recall reads
-    the head to know whether the codes it holds are current). One writer at a time: ids grow."""
+    """Move each owner's head to its newest vector of `model` among these deposits'.
+
+    Recall reads the head to know whether the codes it holds are current. One writer at a time: ids
+    grow.
+    """
     newest = (
         DepositVector.objects.filter(deposit_id__in=deposit_ids, model=model)
         .values("user_id")

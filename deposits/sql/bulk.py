@@ -45,9 +45,11 @@ def _preparer(pg_type: str) -> Callable[[object], object] | None:
 
 
 def _copy_rows(table: str, names: str, types: list[str], rows: Sequence[Sequence[object]]) -> None:
-    """A plain INSERT as COPY: psycopg formats the rows in C and the server skips the executor's
-    per-row work (1,000 deposits: 61 ms and 7 ms of client CPU, against 99 and 38 through
-    unnest). Errors are Django's, as below."""
+    """A plain INSERT done as COPY, far cheaper than one through unnest.
+
+    psycopg formats the rows in C and the server skips the executor's per-row work (1,000 deposits:
+    61 ms and 7 ms of client CPU, against 99 and 38 through unnest). Errors are Django's, as below.
+    """
     prepared = [
         (i, prepare) for i, pg_type in enumerate(types) if (prepare := _preparer(pg_type)) is not None
     ]

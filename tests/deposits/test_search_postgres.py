@@ -151,8 +151,11 @@ WALKS = ["walk", "tight walk", "tiers"]
 
 @pytest.mark.parametrize("plan", WALKS)
 def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on_postgres, plan):
-    """The walk stops only when no older match can win: four "threshold"s written two days ago
-    (rank 0.087 × decay 0.91) beat ten single ones written an hour ago (0.061 × 1.0)."""
+    """The walk stops only when no older match can win, and one holding the word more often can.
+
+    Four "threshold"s written two days ago (rank 0.087 × decay 0.91) beat ten single ones written an
+    hour ago (0.061 × 1.0).
+    """
     (winner,) = written(
         timedelta(days=2), [item("positive", "threshold threshold threshold threshold", "old", "o")]
     )
@@ -165,8 +168,11 @@ def test_an_older_match_holding_the_word_more_often_still_outranks_newer_ones(on
 
 @pytest.mark.parametrize("plan", WALKS)
 def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(on_postgres, plan):
-    """Conflict bags rank first whatever the score: ten fresh "threshold"s in quiet bags do not
-    close the walk while a bag in conflict may hold an older one (written 30 days ago)."""
+    """Conflict bags rank first whatever the score, so an older match in one keeps the walk open.
+
+    Ten fresh "threshold"s in quiet bags do not close the walk while a bag in conflict may hold an
+    older one (written 30 days ago).
+    """
     disputed = [
         item("positive", "threshold holds", "disputed", "c1"),
         item("negative", "it does not", "disputed", "c2"),
@@ -183,9 +189,11 @@ def test_an_older_match_in_a_conflict_bag_still_comes_before_newer_ones_outside(
 
 @pytest.mark.parametrize("plan", WALKS)
 def test_a_conflict_bag_does_not_stop_the_walk_for_an_older_quiet_match_that_still_ranks(on_postgres, plan):
-    """While an older match from a quiet bag could still beat the polarity's last quiet member,
-    the walk keeps reading every bag, not only those in conflict: four "threshold"s written two
-    days ago beat single ones written an hour ago."""
+    """The walk reads every bag, not only those in conflict, while an older quiet match could rank.
+
+    An older match from a quiet bag could still beat the polarity's last quiet member: four
+    "threshold"s written two days ago beat single ones written an hour ago.
+    """
     (winner,) = written(
         timedelta(days=2), [item("positive", "threshold threshold threshold threshold", "old", "o")]
     )
@@ -206,10 +214,13 @@ def test_a_conflict_bag_does_not_stop_the_walk_for_an_older_quiet_match_that_sti
 def test_a_polarity_takes_its_places_from_conflict_bags_first_and_a_short_one_the_rest_outside(
     on_postgres, plan
 ):
-    """Every match of a bag in conflict comes before any other, so a polarity whose conflict bags
-    hold its places is answered from them, read alone; one whose conflict bags hold fewer takes
-    the rest from the quiet bags, newest first. Limit 10: 3 positive, 3 negative, 2 cautionary, 2
-    open; the conflict bag, a month old, holds 2 positive, 1 negative, 2 cautionary and 2 open."""
+    """A polarity fills its places from its conflict bags first, then from quiet bags, newest first.
+
+    Every match of a bag in conflict comes before any other: a polarity whose conflict bags hold its
+    places is answered from them, read alone; one whose conflict bags hold fewer takes the rest from
+    the quiet bags. Limit 10: 3 positive, 3 negative, 2 cautionary, 2 open; the conflict bag, a
+    month old, holds 2 positive, 1 negative, 2 cautionary and 2 open.
+    """
     split = [("positive", 2), ("negative", 1), ("cautionary", 2), ("open", 2)]
     disputed = written(
         timedelta(days=30),
@@ -299,8 +310,11 @@ def test_few_expected_matches_are_scored_in_full_without_a_walk():
 
 
 def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
-    """A deposit holding both words and repeating one is found twice in the walk's first
-    statement (the tier, the repeaters); counted twice, the first two would fill a top four."""
+    """A deposit the walk's first statement finds twice takes one place in its class, not two.
+
+    A deposit holding both words and repeating one is found twice there (the tier, the repeaters);
+    counted twice, the first two would fill a top four.
+    """
     now = timezone.now()
     rich = [
         claim("positive", " ".join(["drift"] * times + ["canary"]), {"env": f"rich-{times}"})
@@ -322,8 +336,11 @@ def test_a_deposit_two_parts_find_takes_one_place_in_its_class(on_postgres):
 
 
 def test_every_gin_index_recall_reads_keeps_a_small_pending_list(on_postgres: None) -> None:
-    """A search reads a GIN index's whole pending list: at the 4 MB default, a store taking
-    writes made recall pay for up to three such lists (deposits/0012)."""
+    """Every GIN index recall reads keeps its pending list small (deposits/0012).
+
+    A search reads a GIN index's whole pending list: at the 4 MB default, a store taking writes made
+    recall pay for up to three such lists.
+    """
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT i.relname, i.reloptions FROM pg_index x "
