@@ -130,6 +130,13 @@ def _read_codes(user_id: str, model: ModelInfo, after: int) -> tuple[list[int], 
     return [row[0] for row in rows], [bytes(row[1]) for row in rows], [row[2] for row in rows]
 
 
+def held_codes(user_id: str, model: ModelInfo) -> int:
+    """How many of the owner's codes of `model` this process holds, without asking the database."""
+    with _lock:
+        held = _cache.get((connection.settings_dict["NAME"], user_id, model.name))
+    return 0 if held is None else held.size
+
+
 def owner_codes(user_id: str, model: ModelInfo) -> OwnerCodes:
     """The owner's codes of `model`, brought up to date (read whole when first asked or stale).
 

@@ -29,7 +29,7 @@ from deposits.domain.validation import validate_scope, validate_user_id
 from deposits.embedders import EmbedderError, QueryVector, configured
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
-from deposits.search.meaning import MeaningMatch, ModelInfo, OwnerCodes, meaning_search, owner_codes
+from deposits.search.meaning import MeaningMatch, ModelInfo, held_codes, meaning_search, owner_codes
 from deposits.selectors.embedding import model_info
 from deposits.selectors.hits import HitDetail, hit_details
 
@@ -237,12 +237,18 @@ def recall(
     if mode == "words":
         return _by_words(request, limit)
     plan = _meaning_plan(user_id, mode)
-    if isinstance(plan, str):  # no vectors to search (why, when meaning was asked for)
+    if isinstance(plan, str):  # no meaning to search by (why, when meaning was asked for)
         return _by_words(request, limit, unavailable=plan if mode is not None else None)
-    embedder_query, model, codes = plan
+    embedder, model = plan
+    # The query is embedded on another thread while the owner's codes are brought up to date and
+    # the words are searched here; first, when this process holds none of the owner's codes yet,
+    # whether it has any (an owner without vectors is recalled by words, and embeds nothing).
+    vector = QueryVector(embedder, query) if held_codes(user_id, model) else None
+    codes = owner_codes(user_id, model)
+    if codes.size == 0:
+        return _by_words(request, limit, unavailable=_no_vectors(user_id, embedder.name) if mode else None)
+    vector = vector or QueryVector(embedder, query)
     asked = mode or "hybrid"
-    # The query is embedded on another thread while the words are searched here.
-    vector = QueryVector(embedder_query, query)
     words_found = search_backend().search(request) if asked == "hybrid" else None
     known: dict[str, HitDetail] = {}
     if words_found is not None and not vector.done():
@@ -262,9 +268,8 @@ def recall(
     return _by_meaning(request, limit, matches, words_found, known)
 
 
-def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo, OwnerCodes] | str:
-    """The embedder, model and owner's codes to search by meaning with, or why there is none to
-    search.
+def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo] | str:
+    """The embedder and model to search by meaning with, or why there is none to search.
 
     With no usable embedder, asking for meaning (or hybrid) is refused: 422 embedder_unavailable.
     """
@@ -279,10 +284,11 @@ def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo, Owner
             field="mode",
         )
     model = model_info(found.embedder.name)
-    codes = None if model is None else owner_codes(user_id, model)
-    if model is None or codes is None or codes.size == 0:
-        return f"no deposit of {user_id} has a vector of {found.embedder.name} yet"
-    return found.embedder, model, codes
+    return (found.embedder, model) if model is not None else _no_vectors(user_id, found.embedder.name)
+
+
+def _no_vectors(user_id: str, model: str) -> str:
+    return f"no deposit of {user_id} has a vector of {model} yet"
 
 
 def _by_words(

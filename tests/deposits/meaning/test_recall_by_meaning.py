@@ -210,3 +210,23 @@ def test_hybrid_answers_the_same_whether_the_words_or_the_query_vector_come_firs
         (hit.id, hit.matched_by, hit.score) for hit in expected
     ]
     assert results == expected
+
+
+def test_an_owner_without_vectors_is_recalled_by_words_and_no_query_is_embedded(local_embedder, monkeypatch):
+    import deposits.selectors.recall as recall_module
+
+    embedded = []
+
+    class Counted(recall_module.QueryVector):
+        def __init__(self, embedder, text):
+            embedded.append(text)
+            super().__init__(embedder, text)
+
+    monkeypatch.setattr(recall_module, "QueryVector", Counted)
+    put("open", "I'm vegan", {})
+    assert [hit.matched_by for hit in recall(user_id="alice", query="vegan")] == ["words"]
+    assert embedded == []
+    deposits_embed()
+    for _ in range(2):  # codes read first, then held: either way the query is embedded once
+        assert [hit.matched_by for hit in recall(user_id="alice", query="vegan")] == ["both"]
+    assert embedded == ["vegan", "vegan"]
