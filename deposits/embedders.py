@@ -311,6 +311,12 @@ class QueryVector:
         if self._known is None:
             self._job = _beside(embedder.query, text)
 
+    def done(self) -> bool:
+        """The vector (or its failure) is there: `result()` would not wait."""
+        if self._known is not None:
+            return True
+        return bool(self._job.ready() if hasattr(self._job, "ready") else self._job.done())
+
     def result(self) -> np.ndarray:
         """The vector, or the EmbedderError that stopped it."""
         if self._known is not None:

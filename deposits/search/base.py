@@ -73,6 +73,12 @@ class SearchBackend:
         """Parameters `match_sql` takes, in order."""
         return [query]
 
+    def bag_matches_sql(self, request: SearchRequest) -> tuple[str, list[object]] | None:
+        """A condition on a bag row `bag` that holds when `bags_matching` would name it, and its
+        parameters, for a statement that reads bags anyway (hybrid recall's by meaning); None
+        where only `bags_matching` can tell."""
+        return None
+
     def bags_matching(self, request: SearchRequest, bag_ids: list[str]) -> set[str]:
         """Which of these bags of the owner hold a deposit the words match (as `search` counts
         them: live ones, superseded too when asked): hybrid recall counts each bag once."""

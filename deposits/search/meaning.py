@@ -4,7 +4,7 @@ PostgreSQL here has no vector extension, so the vectors are plain rows (deposits
 int8 and a binary code each) and the search is done in this process, the same way on both
 databases:
 
-- each process keeps, per owner and model, the owner's binary codes in memory (`_Codes`: 8
+- each process keeps, per owner and model, the owner's binary codes in memory (`OwnerCodes`: 8
   bytes a 64 dimensions, and the row id and bag of each), read once and then only the rows
   written since (ids only grow: one embedding job writes at a time); an erased deposit's
   code may linger until the next full read, and is dropped at the exact step below;
@@ -70,10 +70,12 @@ class MeaningMatch:
     similarity: float
     confident: bool
     superseded: bool
+    # Whether the words match a deposit of its bag, when the search was given the condition.
+    bag_matches_words: bool | None = None
 
 
 @dataclass(frozen=True)
-class _Codes:
+class OwnerCodes:
     """One owner's codes of one model as of `last_id`: a snapshot, replaced whole when newer codes
     are read, so a recall reading it sees ids, bags and codes of one length."""
 
@@ -92,7 +94,7 @@ class _Codes:
         return len(self.ids)
 
 
-_cache: OrderedDict[tuple[str, str, str], _Codes] = OrderedDict()
+_cache: OrderedDict[tuple[str, str, str], OwnerCodes] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -128,7 +130,14 @@ def _read_codes(user_id: str, model: ModelInfo, after: int) -> tuple[list[int], 
     return [row[0] for row in rows], [bytes(row[1]) for row in rows], [row[2] for row in rows]
 
 
-def owner_codes(user_id: str, model: ModelInfo) -> _Codes:
+def held_codes(user_id: str, model: ModelInfo) -> int:
+    """How many of the owner's codes of `model` this process holds, without asking the database."""
+    with _lock:
+        held = _cache.get((connection.settings_dict["NAME"], user_id, model.name))
+    return 0 if held is None else held.size
+
+
+def owner_codes(user_id: str, model: ModelInfo) -> OwnerCodes:
     """The owner's codes of `model`, brought up to date (read whole when first asked or stale).
 
     The database is read outside the lock, so one owner's first read (most of a second for
@@ -138,7 +147,7 @@ def owner_codes(user_id: str, model: ModelInfo) -> _Codes:
         held = _cache.get(key)
     if held is None or time.monotonic() - held.read_at > RELOAD_SECONDS:
         words = code_bytes(model.dims) // 8
-        held = _Codes(
+        held = OwnerCodes(
             ids=np.zeros(0, dtype=np.int64),
             bags=np.zeros(0, dtype=np.int32),
             codes=np.zeros((words, 0), dtype=np.uint64),
@@ -178,7 +187,7 @@ def _evict() -> None:
         total -= dropped.size
 
 
-def _facet_bags(request: SearchRequest, held: _Codes) -> np.ndarray | None:
+def _facet_bags(request: SearchRequest, held: OwnerCodes) -> np.ndarray | None:
     """Positions in `held.bag_names` of the owner's bags with the facets asked for (None: no filter)."""
     if not request.facets:
         return None
@@ -192,11 +201,21 @@ def _facet_bags(request: SearchRequest, held: _Codes) -> np.ndarray | None:
     return np.asarray([held.bag_index[n] for n in names if n in held.bag_index], dtype=np.int32)
 
 
-def meaning_search(request: SearchRequest, query: np.ndarray, model: ModelInfo) -> list[MeaningMatch]:
+def meaning_search(
+    request: SearchRequest,
+    query: np.ndarray,
+    model: ModelInfo,
+    held: OwnerCodes | None = None,
+    words_bags: tuple[str, list[object]] | None = None,
+) -> list[MeaningMatch]:
     """The owner's live deposits (superseded too when asked) nearer the query than the model's
     floor: of its `CANDIDATES` nearest codes, the `MATCHES` nearest by exact cosine; each with its
-    bag's flags."""
-    held = owner_codes(request.user_id, model)
+    bag's flags.
+
+    `held`: the owner's codes, when the caller has just brought them up to date. `words_bags`: a
+    condition on the bag row `bag` (and its parameters) saying the words match the bag, read for
+    each match in the same statement (`MeaningMatch.bag_matches_words`)."""
+    held = held if held is not None else owner_codes(request.user_id, model)
     if held.size == 0:
         return []
     distances = hamming(held.codes, binary_code(query, model.centre))
@@ -211,7 +230,7 @@ def meaning_search(request: SearchRequest, query: np.ndarray, model: ModelInfo) 
         return []
     picked = held.ids[nearest(distances, count)]
     close = _closer_than_the_floor(query, model, picked, max(MATCHES, 4 * request.per_class))
-    return _matches(request, model, close) if close else []
+    return _matches(request, model, close, words_bags) if close else []
 
 
 def _id_list(ids: Iterable[int]) -> tuple[str, list[object]]:
@@ -238,16 +257,23 @@ def _closer_than_the_floor(
     return {vector_id: similarity for similarity, vector_id in ranked[:keep] if similarity >= model.floor}
 
 
-def _matches(request: SearchRequest, model: ModelInfo, close: dict[int, float]) -> list[MeaningMatch]:
+def _matches(
+    request: SearchRequest,
+    model: ModelInfo,
+    close: dict[int, float],
+    words_bags: tuple[str, list[object]] | None = None,
+) -> list[MeaningMatch]:
     """The close vectors' deposits that recall may return (the owner's, live unless superseded
     ones were asked for, in the scope asked), with their bags' flags."""
+    words_sql, words_params = words_bags or ("NULL", [])
     superseded = superseded_sql("d", owner_param=True)
     live_filter = "" if request.include_superseded else f" AND NOT {superseded}"
     facet_sql = f" AND {in_bags_with_sql(request.facets)}" if request.facets else ""
     among, among_params = _id_list(close)
     sql = f"""
 SELECT v.id, d.id, d.bag_id, d.polarity, d.created_at, {superseded} AS superseded,
-       {in_conflict_sql("bag")} AS in_conflict, {confident_sql("bag")} AS confident
+       {in_conflict_sql("bag")} AS in_conflict, {confident_sql("bag")} AS confident,
+       {words_sql} AS words
 FROM deposits_depositvector v
 JOIN deposits_deposit d ON d.id = v.deposit_id
 JOIN deposits_scopebag bag ON bag.id = d.bag_id
@@ -255,6 +281,7 @@ WHERE {among} AND v.model = %s AND d.user_id = %s AND d.retracted_at IS NULL{liv
 """
     params: list[object] = [
         request.user_id,
+        *words_params,
         *among_params,
         model.name,
         request.user_id,
@@ -265,7 +292,17 @@ WHERE {among} AND v.model = %s AND d.user_id = %s AND d.retracted_at IS NULL{liv
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     matches = []
-    for vector_id, deposit_id, bag_id, polarity, created_at, is_superseded, in_conflict, confident in rows:
+    for (
+        vector_id,
+        deposit_id,
+        bag_id,
+        polarity,
+        created_at,
+        is_superseded,
+        in_conflict,
+        confident,
+        words,
+    ) in rows:
         similarity = close[vector_id]
         score = similarity * decay(_age_days(request.now, created_at), polarity)
         matches.append(
@@ -274,6 +311,7 @@ WHERE {among} AND v.model = %s AND d.user_id = %s AND d.retracted_at IS NULL{liv
                 similarity,
                 bool(confident),
                 bool(is_superseded),
+                None if words_bags is None else bool(words),
             )
         )
     return matches

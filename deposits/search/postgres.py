@@ -300,6 +300,15 @@ def _tight(
 OVERFLOW_MATCH_FUNCTION = "atlaso_overflow_bag_matches"
 
 
+def _bag_matches_sql(bag: str, query: str) -> str:
+    """The words (tsquery `query`, an expression used twice) match a live deposit of the bag, as
+    the aggregate asks it (`_matching_bags`): the bag's row, else its chunks."""
+    return (
+        f"(coalesce({bag}.live_terms @@ {query}, false) OR ({bag}.terms_overflow AND "
+        f"{OVERFLOW_MATCH_FUNCTION}({bag}.user_id, {bag}.id, {query}, {bag}.live_terms)))"
+    )
+
+
 def overflow_match_function_sql() -> str:
     """The function the aggregate calls, as the migrations create it (a test holds the two equal)."""
     return f"""CREATE OR REPLACE FUNCTION {OVERFLOW_MATCH_FUNCTION}(owner text, bag text, query tsquery, row_terms tsvector)
@@ -442,16 +451,18 @@ class PostgresBackend(SearchBackend):
             return [], matched.aggregates, set()
         return self._best_per_class(request, query, matched), matched.aggregates, set()
 
+    def bag_matches_sql(self, request: SearchRequest) -> tuple[str, list[object]] | None:
+        if request.include_superseded:
+            return None
+        return _bag_matches_sql("bag", f"to_tsquery('{TS_CONFIG}', %s)"), [self.text_query(request.words)] * 2
+
     def bags_matching(self, request: SearchRequest, bag_ids: list[str]) -> set[str]:
         if request.include_superseded or not bag_ids:
             return super().bags_matching(request, bag_ids)
-        # As the aggregate asks them (`_matching_bags`): the bag's row, else its chunks.
         sql = f"""
 WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS q)
 SELECT bag.id FROM q, deposits_scopebag bag
-WHERE bag.user_id = %s AND bag.id = ANY(%s) AND (
-    coalesce(bag.live_terms @@ q.q, false)
-    OR (bag.terms_overflow AND {OVERFLOW_MATCH_FUNCTION}(bag.user_id, bag.id, q.q, bag.live_terms)))
+WHERE bag.user_id = %s AND bag.id = ANY(%s) AND {_bag_matches_sql("bag", "q.q")}
 """
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.text_query(request.words), request.user_id, bag_ids])

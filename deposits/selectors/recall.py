@@ -29,7 +29,7 @@ from deposits.domain.validation import validate_scope, validate_user_id
 from deposits.embedders import EmbedderError, QueryVector, configured
 from deposits.search import SearchRequest, search_backend
 from deposits.search.base import Aggregates
-from deposits.search.meaning import MeaningMatch, ModelInfo, meaning_search, owner_codes
+from deposits.search.meaning import MeaningMatch, ModelInfo, held_codes, meaning_search, owner_codes
 from deposits.selectors.embedding import model_info
 from deposits.selectors.hits import HitDetail, hit_details
 
@@ -237,23 +237,35 @@ def recall(
     if mode == "words":
         return _by_words(request, limit)
     plan = _meaning_plan(user_id, mode)
-    if isinstance(plan, str):  # no vectors to search (why, when meaning was asked for)
+    if isinstance(plan, str):  # no meaning to search by (why, when meaning was asked for)
         return _by_words(request, limit, unavailable=plan if mode is not None else None)
-    embedder_query, model = plan
+    embedder, model = plan
+    # The query is embedded on another thread while the owner's codes are brought up to date and
+    # the words are searched here; first, when this process holds none of the owner's codes yet,
+    # whether it has any (an owner without vectors is recalled by words, and embeds nothing).
+    vector = QueryVector(embedder, query) if held_codes(user_id, model) else None
+    codes = owner_codes(user_id, model)
+    if codes.size == 0:
+        return _by_words(request, limit, unavailable=_no_vectors(user_id, embedder.name) if mode else None)
+    vector = vector or QueryVector(embedder, query)
     asked = mode or "hybrid"
-    # The query is embedded on another thread while the words are searched here.
-    vector = QueryVector(embedder_query, query)
     words_found = search_backend().search(request) if asked == "hybrid" else None
+    known: dict[str, HitDetail] = {}
+    if words_found is not None and not vector.done():
+        # The hits words alone would show, read while the query is still being embedded: most
+        # stay in the fused slice, and only the others are read once it is known.
+        known = hit_details(user_id, [c.id for c in slice_hits(words_found[0], limit)])
     try:
         query_vector = vector.result()
         if query_vector.shape != (model.dims,):
             raise EmbedderError(
                 f"the embedder answered {query_vector.shape[-1]} dimensions where {model.name}'s vectors have {model.dims}"
             )
-        matches = meaning_search(request, query_vector, model)
+        words_bags = search_backend().bag_matches_sql(request) if words_found is not None else None
+        matches = meaning_search(request, query_vector, model, codes, words_bags)
     except EmbedderError as error:
-        return _by_words(request, limit, unavailable=str(error), found=words_found)
-    return _by_meaning(request, limit, matches, words_found)
+        return _by_words(request, limit, unavailable=str(error), found=words_found, known=known)
+    return _by_meaning(request, limit, matches, words_found, known)
 
 
 def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo] | str:
@@ -272,9 +284,11 @@ def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo] | str
             field="mode",
         )
     model = model_info(found.embedder.name)
-    if model is None or owner_codes(user_id, model).size == 0:
-        return f"no deposit of {user_id} has a vector of {found.embedder.name} yet"
-    return found.embedder, model
+    return (found.embedder, model) if model is not None else _no_vectors(user_id, found.embedder.name)
+
+
+def _no_vectors(user_id: str, model: str) -> str:
+    return f"no deposit of {user_id} has a vector of {model} yet"
 
 
 def _by_words(
@@ -283,11 +297,12 @@ def _by_words(
     *,
     unavailable: str | None = None,
     found: tuple[list[Candidate], Aggregates, set[str]] | None = None,
+    known: Mapping[str, HitDetail] | None = None,
 ) -> SearchResults:
     """Recall by words, exactly as it has always ranked (`unavailable`: meaning was asked for)."""
     candidates, totals, superseded = found if found is not None else search_backend().search(request)
     chosen = slice_hits(candidates, limit)
-    hits = _hits(request, chosen, superseded, dict.fromkeys((c.id for c in chosen), "words"))
+    hits = _hits(request, chosen, superseded, dict.fromkeys((c.id for c in chosen), "words"), known)
     return _results(hits, {c.id: c.in_conflict for c in chosen}, totals, unavailable=unavailable)
 
 
@@ -296,6 +311,7 @@ def _by_meaning(
     limit: int,
     matches: list[MeaningMatch],
     words_found: tuple[list[Candidate], Aggregates, set[str]] | None,
+    known: Mapping[str, HitDetail] | None = None,
 ) -> SearchResults:
     """Recall by meaning, or hybrid (`words_found`): the rankings fused by reciprocal rank, then
     the ordering rule and the polarity reservation as by words. The flags count every bag a
@@ -313,8 +329,11 @@ def _by_meaning(
         superseded |= words_superseded
         also = meaning_bags
         if words_totals.bag_count and meaning_bags:
-            known = search_backend().bags_matching(request, list(meaning_bags))
-            also = {bag: match for bag, match in meaning_bags.items() if bag not in known}
+            if all(match.bag_matches_words is not None for match in matches):
+                counted = {match.candidate.bag_id for match in matches if match.bag_matches_words}
+            else:
+                counted = search_backend().bags_matching(request, list(meaning_bags))
+            also = {bag: match for bag, match in meaning_bags.items() if bag not in counted}
         extra = _bag_totals(also.values())
         totals = Aggregates(
             bag_count=words_totals.bag_count + extra.bag_count,
@@ -323,7 +342,7 @@ def _by_meaning(
         )
         modes = ("words", "meaning")
     chosen = slice_hits(candidates, limit)
-    hits = _hits(request, chosen, superseded, matched_by)
+    hits = _hits(request, chosen, superseded, matched_by, known)
     return _results(hits, {c.id: c.in_conflict for c in chosen}, totals, modes=modes)
 
 
@@ -338,9 +357,16 @@ def _bag_totals(matches: Iterable[MeaningMatch]) -> Aggregates:
 
 
 def _hits(
-    request: SearchRequest, chosen: list[Candidate], superseded: set[str], matched_by: Mapping[str, str]
+    request: SearchRequest,
+    chosen: list[Candidate],
+    superseded: set[str],
+    matched_by: Mapping[str, str],
+    known: Mapping[str, HitDetail] | None = None,
 ) -> list[SearchResult]:
-    details = hit_details(request.user_id, [c.id for c in chosen])
+    """The chosen candidates as hits, their details read (those not already `known`)."""
+    known = known or {}
+    details = {c.id: known[c.id] for c in chosen if c.id in known}
+    details |= hit_details(request.user_id, [c.id for c in chosen if c.id not in known])
     beliefs = _hit_beliefs(request.user_id, details.values(), request.now)
     return [
         SearchResult(

@@ -182,3 +182,54 @@ def test_a_confined_key_reaches_no_other_tenants_vectors_by_any_mode(local_embed
     own = reader.get(f"/users/tenant-a:x/recall?q=what+food+does+she+like&mode={mode}")
     assert own.status == 200
     assert "vegan" not in str(own.body)
+
+
+def test_hybrid_counts_the_bags_found_by_words_and_those_found_by_meaning_alone(local_embedder):
+    put("positive", "Strict vegan diet")
+    put("positive", "Rides a bicycle to the office every morning", {"model": "commute"})
+    put("positive", "Plays the cello on Sundays", {"model": "music"})
+    deposits_embed()
+    words = recall(user_id="alice", query="vegan cycling", mode="words")
+    hybrid = recall(user_id="alice", query="vegan cycling", mode="hybrid")
+    meaning_only = {hit.bag_id for hit in hybrid if hit.matched_by == "meaning"}
+    assert meaning_only and words.bag_count >= 1
+    assert hybrid.bag_count == words.bag_count + len(meaning_only)
+
+
+@pytest.mark.parametrize("embedded_first", [True, False])
+def test_hybrid_answers_the_same_whether_the_words_or_the_query_vector_come_first(
+    diet, monkeypatch, embedded_first
+):
+    from deposits.embedders import QueryVector, forget_query_vectors
+
+    asked = {"query": "vegan cyclist", "mode": "hybrid", "limit": 2}
+    forget_query_vectors()
+    expected = recall(user_id="alice", **asked)
+    # While the vector is still being computed, recall reads the words' hits beforehand.
+    monkeypatch.setattr(QueryVector, "done", lambda self: embedded_first)
+    forget_query_vectors()
+    results = recall(user_id="alice", **asked)
+    assert [(hit.id, hit.matched_by, hit.score) for hit in results] == [
+        (hit.id, hit.matched_by, hit.score) for hit in expected
+    ]
+    assert results == expected
+
+
+def test_an_owner_without_vectors_is_recalled_by_words_and_no_query_is_embedded(local_embedder, monkeypatch):
+    import deposits.selectors.recall as recall_module
+
+    embedded = []
+
+    class Counted(recall_module.QueryVector):
+        def __init__(self, embedder, text):
+            embedded.append(text)
+            super().__init__(embedder, text)
+
+    monkeypatch.setattr(recall_module, "QueryVector", Counted)
+    put("open", "I'm vegan", {})
+    assert [hit.matched_by for hit in recall(user_id="alice", query="vegan")] == ["words"]
+    assert embedded == []
+    deposits_embed()
+    for _ in range(2):  # codes read first, then held: either way the query is embedded once
+        assert [hit.matched_by for hit in recall(user_id="alice", query="vegan")] == ["both"]
+    assert embedded == ["vegan", "vegan"]
