@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.utils import timezone
 
 from atlaso_site.lib.errors import EMBEDDER_UNAVAILABLE, AtlasoError, invalid
@@ -248,24 +249,39 @@ def recall(
     if codes.size == 0:
         return _by_words(request, limit, unavailable=_no_vectors(user_id, embedder.name) if mode else None)
     vector = vector or QueryVector(embedder, query)
-    asked = mode or "hybrid"
-    words_found = search_backend().search(request) if asked == "hybrid" else None
-    known: dict[str, HitDetail] = {}
-    if words_found is not None and not vector.done():
-        # The hits words alone would show, read while the query is still being embedded: most
-        # stay in the fused slice, and only the others are read once it is known.
-        known = hit_details(user_id, [c.id for c in slice_hits(words_found[0], limit)])
+    words_found, known = (
+        _words_meanwhile(request, limit, vector) if (mode or "hybrid") == "hybrid" else (None, {})
+    )
     try:
-        query_vector = vector.result()
-        if query_vector.shape != (model.dims,):
-            raise EmbedderError(
-                f"the embedder answered {query_vector.shape[-1]} dimensions where {model.name}'s vectors have {model.dims}"
-            )
+        query_vector = _checked(vector.result(), model)
         words_bags = search_backend().bag_matches_sql(request) if words_found is not None else None
         matches = meaning_search(request, query_vector, model, codes, words_bags)
     except EmbedderError as error:
         return _by_words(request, limit, unavailable=str(error), found=words_found, known=known)
     return _by_meaning(request, limit, matches, words_found, known)
+
+
+def _words_meanwhile(
+    request: SearchRequest, limit: int, vector: QueryVector
+) -> tuple[tuple[list[Candidate], Aggregates, set[str]], dict[str, HitDetail]]:
+    """Hybrid's search by words, run while the query is being embedded, and the hits it would show.
+
+    Those hits are read while the embedding still runs: most stay in the fused slice, and only
+    the others are read once it is known.
+    """
+    found = search_backend().search(request)
+    if vector.done():
+        return found, {}
+    return found, hit_details(request.user_id, [c.id for c in slice_hits(found[0], limit)])
+
+
+def _checked(query_vector: np.ndarray, model: ModelInfo) -> np.ndarray:
+    """The query's vector, if it has the model's dimensions (else the embedder failed)."""
+    if query_vector.shape != (model.dims,):
+        raise EmbedderError(
+            f"the embedder answered {query_vector.shape[-1]} dimensions where {model.name}'s vectors have {model.dims}"
+        )
+    return query_vector
 
 
 def _meaning_plan(user_id: str, mode: str | None) -> tuple[Any, ModelInfo] | str:

@@ -263,12 +263,7 @@ def bag_resolve(
 def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[Deposit]:
     """The live deposits that hold: the ticked ones, or every one of `side`; all of one polarity."""
     if side is not None:
-        kept = [d for d in live if d.polarity == side]
-        if not kept:
-            raise AtlasoError(
-                ALREADY_RESOLVED, f"this bag holds no live {side} deposit any more: it changed meanwhile"
-            )
-        return kept
+        return _of_side(live, side)
     wanted = set(keep)
     kept = [d for d in live if str(d.pk) in wanted]
     if not kept:
@@ -281,6 +276,16 @@ def _kept(live: list[Deposit], keep: Sequence[str], side: str | None) -> list[De
     if len(sides) > 1:
         raise invalid(
             "keep", f"the deposits you kept disagree ({', '.join(sides)}); keep deposits of one polarity"
+        )
+    return kept
+
+
+def _of_side(live: list[Deposit], side: str) -> list[Deposit]:
+    """Every live deposit of `side`, the side a reviewer said holds; refused when none is left."""
+    kept = [d for d in live if d.polarity == side]
+    if not kept:
+        raise AtlasoError(
+            ALREADY_RESOLVED, f"this bag holds no live {side} deposit any more: it changed meanwhile"
         )
     return kept
 

@@ -51,8 +51,10 @@ def process_cpu(pid: int) -> float | None:
 
 
 class CpuUse:
-    """CPU per recall, this process's (the query's embedding thread too) and its PostgreSQL
-    backend's: on a machine with no idle core, what a recall costs in wall time follows it."""
+    """CPU per recall: this process's (the query's embedding thread too) and its PostgreSQL backend's.
+
+    On a machine with no idle core, what a recall costs in wall time follows it.
+    """
 
     def __init__(self, backend: int | None) -> None:
         self.process = self.backend = 0.0
