@@ -9,6 +9,7 @@ recall's `explain()` and the job's run repeat.
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import json
 import os
@@ -338,16 +339,19 @@ def _beside(function: Any, *args: Any) -> Any:
     """Run `function` on a real thread (the local model's C code and an HTTP wait both leave the
     GIL), so the words search runs meanwhile. Under the web server's gevent worker that is the
     hub's pool of native threads, where a blocking call holds no other request."""
+    # The caller's context goes along: a trace's current span (the embedder's HTTP call is then a
+    # child of the recall's), the request id its log lines carry.
+    run = contextvars.copy_context().run
     gevent = sys.modules.get("gevent")
     if gevent is not None:
         from gevent import monkey
 
         if monkey.is_module_patched("threading"):
-            return gevent.get_hub().threadpool.spawn(function, *args)
+            return gevent.get_hub().threadpool.spawn(run, function, *args)
     global _threads
     if _threads is None:
         _threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="atlaso-embed")
-    return _threads.submit(function, *args)
+    return _threads.submit(run, function, *args)
 
 
 def warm_in_background() -> None:
