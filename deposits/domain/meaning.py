@@ -1,5 +1,7 @@
-"""Recall by meaning's rules: how a vector is stored and compared, the similarity floor, and the
-fusion of the two rankings (recall-by-meaning.md).
+"""Recall by meaning's rules: storing and comparing vectors, the similarity floor, rank fusion.
+
+The fusion merges the two rankings, by words and by meaning, into one; recall-by-meaning.md
+describes the whole.
 
 A vector is kept twice over: as int8 (its direction, which is all cosine reads, to within a
 fraction of a percent) and as a binary code, one bit per dimension, set where the vector lies
@@ -203,8 +205,10 @@ def ranked(candidates: Sequence[Candidate]) -> list[str]:
 
 
 def fused(words: Sequence[Candidate], meaning: Sequence[Candidate]) -> tuple[list[Candidate], dict[str, str]]:
-    """The hybrid ranking: every candidate of either ranking scored by their reciprocal rank
-    fusion, and which rankings found each (`matched_by`)."""
+    """The hybrid ranking: the candidates of either ranking, scored by reciprocal rank fusion.
+
+    Returns, with the candidates, which rankings found each (`matched_by`: words, meaning or both).
+    """
     scores = rrf_scores([ranked(words), ranked(meaning)])
     by_id = {c.id: c for c in meaning} | {c.id: c for c in words}
     in_words, in_meaning = {c.id for c in words}, {c.id for c in meaning}

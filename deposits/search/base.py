@@ -74,14 +74,19 @@ class SearchBackend:
         return [query]
 
     def bag_matches_sql(self, request: SearchRequest) -> tuple[str, list[object]] | None:
-        """A condition on a bag row `bag` that holds when `bags_matching` would name it, and its
-        parameters, for a statement that reads bags anyway (hybrid recall's by meaning); None
-        where only `bags_matching` can tell."""
+        """SQL true of a bag row `bag` when `bags_matching` would name it, with its parameters.
+
+        It serves a statement that reads bags anyway (hybrid recall's by meaning). None where only
+        `bags_matching` can tell.
+        """
         return None
 
     def bags_matching(self, request: SearchRequest, bag_ids: list[str]) -> set[str]:
-        """Which of these bags of the owner hold a deposit the words match (as `search` counts
-        them: live ones, superseded too when asked): hybrid recall counts each bag once."""
+        """Which of these bags of the owner hold a deposit the words match.
+
+        A deposit counts as `search` counts it: a live one, or a superseded one too when asked.
+        Hybrid recall counts each bag once.
+        """
         if not bag_ids:
             return set()
         query = self.text_query(request.words)

@@ -76,8 +76,11 @@ class MeaningMatch:
 
 @dataclass(frozen=True)
 class OwnerCodes:
-    """One owner's codes of one model as of `last_id`: a snapshot, replaced whole when newer codes
-    are read, so a recall reading it sees ids, bags and codes of one length."""
+    """One owner's codes of one model as of `last_id`: a snapshot, replaced whole by newer ones.
+
+    It is replaced when newer codes are read, never changed in place, so a recall reading it sees
+    ids, bags and codes of one length.
+    """
 
     ids: np.ndarray  # int64: the vector rows' ids, ascending
     bags: np.ndarray  # int32: index into bag_names
@@ -208,13 +211,15 @@ def meaning_search(
     held: OwnerCodes | None = None,
     words_bags: tuple[str, list[object]] | None = None,
 ) -> list[MeaningMatch]:
-    """The owner's live deposits (superseded too when asked) nearer the query than the model's
-    floor: of its `CANDIDATES` nearest codes, the `MATCHES` nearest by exact cosine; each with its
-    bag's flags.
+    """The owner's live deposits (superseded too if asked) nearer the query than the model's floor.
+
+    Of its `CANDIDATES` nearest codes, the `MATCHES` nearest by exact cosine; each with its bag's
+    flags.
 
     `held`: the owner's codes, when the caller has just brought them up to date. `words_bags`: a
     condition on the bag row `bag` (and its parameters) saying the words match the bag, read for
-    each match in the same statement (`MeaningMatch.bag_matches_words`)."""
+    each match in the same statement (`MeaningMatch.bag_matches_words`).
+    """
     held = held if held is not None else owner_codes(request.user_id, model)
     if held.size == 0:
         return []
@@ -234,8 +239,10 @@ def meaning_search(
 
 
 def _id_list(ids: Iterable[int]) -> tuple[str, list[object]]:
-    """`v.id` among these ids, as each database reads a long list best (one array literal on
-    PostgreSQL, whose binding of a list of ints cost milliseconds)."""
+    """`v.id` among these ids as SQL and its parameters, as each database reads a long list best.
+
+    On PostgreSQL that is one array literal, as binding a list of ints there cost milliseconds.
+    """
     ids = list(ids)
     if connection.vendor == "postgresql":
         return "v.id = ANY(%s::bigint[])", ["{" + ",".join(map(str, ids)) + "}"]
@@ -263,8 +270,10 @@ def _matches(
     close: dict[int, float],
     words_bags: tuple[str, list[object]] | None = None,
 ) -> list[MeaningMatch]:
-    """The close vectors' deposits that recall may return (the owner's, live unless superseded
-    ones were asked for, in the scope asked), with their bags' flags."""
+    """The close vectors' deposits that recall may return, with their bags' flags.
+
+    Those are the owner's, live unless superseded ones were asked for, in the scope asked.
+    """
     words_sql, words_params = words_bags or ("NULL", [])
     superseded = superseded_sql("d", owner_param=True)
     live_filter = "" if request.include_superseded else f" AND NOT {superseded}"

@@ -1,5 +1,7 @@
-"""PostgreSQL: a generated `tsvector` over content + scope note, GIN-indexed as
-(user_id, polarity, tsv); each bag also keeps the lexemes of its live deposits.
+"""PostgreSQL full-text search: a GIN-indexed `tsvector` per deposit, and each bag's live lexemes.
+
+Each deposit has a generated `tsvector` over content + scope note, GIN-indexed as (user_id,
+polarity, tsv); each bag also keeps the lexemes of its live deposits.
 
 A query for a common word can match most of an owner's deposits, so recall never reads and
 sorts every match:
@@ -88,8 +90,11 @@ _lexeme_stats: dict[str, tuple[float, dict[str, float] | None, float]] = {}
 
 
 def lexeme_shares() -> tuple[dict[str, float], float] | None:
-    """Share of deposits holding each common lexeme (ANALYZE's sample), and the share below which
-    the rest lie; None before the table was analyzed. Only steers the plan, never the answer."""
+    """Share of deposits holding each common lexeme (ANALYZE's sample), and a ceiling for the rest.
+
+    The ceiling is the share below which every other lexeme lies. None before the table was
+    analyzed. The shares only steer the plan, never the answer.
+    """
     return _element_shares("deposits_deposit", "search_vector")
 
 
@@ -145,10 +150,12 @@ def _any_of(lexemes: Iterable[str]) -> str:
 
 
 def _at_least_of(count: int, lexemes: Sequence[str]) -> str:
-    """A tsquery that matches exactly the deposits holding at least `count` of the `lexemes`: the
-    first and `count - 1` of the rest, or `count` of the rest. It matches what the OR of every
-    `count`-combination's AND does, in O(k·count) operands instead of C(k, count) clauses, and a
-    GIN scan evaluates it for every candidate: "two of six" 10.9 → 5.6 ms at 1M."""
+    """A tsquery that matches exactly the deposits holding at least `count` of the `lexemes`.
+
+    It is built as the first and `count - 1` of the rest, or `count` of the rest. It matches what
+    the OR of every `count`-combination's AND does, in O(k·count) operands instead of C(k, count)
+    clauses, and a GIN scan evaluates it for every candidate: "two of six" 10.9 → 5.6 ms at 1M.
+    """
     if count == 1:
         return f"({_any_of(lexemes)})"
     if len(lexemes) == count:
@@ -262,8 +269,12 @@ def _plan_scoring(
 
 
 def _tier(walked: list[str], expected: dict[str, float], expected_matches: int) -> tuple[int, float] | None:
-    """The fewest walked lexemes held together by at most TIER_MATCHES expected deposits (those
-    are scored in full), with how many; None when no tier within MAX_TIER_CLAUSES is that rare."""
+    """The smallest tier of the walked lexemes held by at most TIER_MATCHES expected deposits.
+
+    Tier t is the deposits holding at least t of the walked lexemes together. Returns the fewest
+    such t with how many deposits are expected to hold them (those are scored in full); None when no
+    tier within MAX_TIER_CLAUSES is that rare.
+    """
     chances = [expected[lexeme] / expected_matches for lexeme in walked]
     for tier in range(2, len(walked) + 1):
         if math.comb(len(walked), tier) > MAX_TIER_CLAUSES:
@@ -301,8 +312,11 @@ OVERFLOW_MATCH_FUNCTION = "atlaso_overflow_bag_matches"
 
 
 def _bag_matches_sql(bag: str, query: str) -> str:
-    """The words (tsquery `query`, an expression used twice) match a live deposit of the bag, as
-    the aggregate asks it (`_matching_bags`): the bag's row, else its chunks."""
+    """SQL that holds when the words (tsquery `query`) match a live deposit of the bag.
+
+    It asks as the aggregate does (`_matching_bags`): the bag's row, else its chunks. `query` is an
+    expression, used twice.
+    """
     return (
         f"(coalesce({bag}.live_terms @@ {query}, false) OR ({bag}.terms_overflow AND "
         f"{OVERFLOW_MATCH_FUNCTION}({bag}.user_id, {bag}.id, {query}, {bag}.live_terms)))"
@@ -350,8 +364,11 @@ class _Matched:
 
 @dataclass
 class _Window:
-    """How far the walk has read: the next window holds the matches younger than `lower` days
-    (None: every older one) and not younger than `upper` days (None: up to the newest)."""
+    """How far the walk has read, as the bounds in days of the next window.
+
+    The next window holds the matches younger than `lower` days (None: every older one) and not
+    younger than `upper` days (None: up to the newest).
+    """
 
     lower: float | None
     upper: float | None = None
@@ -371,14 +388,19 @@ class _Class:
     conflict_only: bool = False
 
     def quiet_settled(self, ceiling: float) -> bool:
-        """No older match from a quiet bag (not in conflict), scoring at most `ceiling`, can enter:
-        the class is full and its last quiet member scores above that (or it has none)."""
+        """Whether no older match from a quiet bag, scoring at most `ceiling`, can enter the class.
+
+        A quiet bag is one not in conflict. None can when the class is full and its last quiet
+        member scores above `ceiling` (or it has none).
+        """
         quiet = [c for c in self.best if not c.in_conflict]
         return len(self.best) == self.need and (not quiet or quiet[-1].score > ceiling)
 
     def deciding(self) -> list[Candidate]:
-        """The members that decide the next window: those from conflict bags once only they can
-        change, else all."""
+        """The members that decide the next window.
+
+        Those from conflict bags once only they can change, else all.
+        """
         if self.conflict_only:
             return [c for c in self.best if c.in_conflict]
         return self.best
@@ -386,8 +408,10 @@ class _Class:
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """The matches of one tsquery in `column` (an indexed vector), narrowed by a WHERE fragment
-    of its own (a time window)."""
+    """The matches of one tsquery in `column`, an indexed vector, with a WHERE fragment of its own.
+
+    The fragment narrows them, as to a time window.
+    """
 
     matches: str
     matches_params: list[object]
@@ -416,9 +440,11 @@ COPIES = _Source(conflict_copies.TABLE, in_conflict=True, repeats=False)
 
 
 def _plan(lexemes: list[str] | None, expected: int, source: _Source) -> WalkPlan:
-    """How to read a source expected to hold `expected` matches (at most: its matching bags' live
-    deposits), with what it indexes; a query that is no plain OR of lexemes has no rank bound and
-    is scored in full."""
+    """How to read a source expected to hold `expected` matches, with what it indexes.
+
+    The source holds at most `expected` matches: its matching bags' live deposits. A query that is
+    no plain OR of lexemes has no rank bound and is scored in full.
+    """
     if lexemes is None:
         return WalkPlan(None, None, 0.0)
     if expected > FULL_MATCHES:
@@ -513,15 +539,20 @@ FROM matched bag
         )
 
     def _score(self) -> str:
-        """Text rank × recency decay, as the statement that scores every match has it; one
-        parameter: now."""
+        """Text rank × recency decay, as the statement that scores every match has it.
+
+        It takes one parameter: now.
+        """
         return f"ts_rank(d.search_vector, q.q) * exp(-({self.age_days_sql}) * ln(2) / {half_life_case()})"
 
     def _best_per_class(self, request: SearchRequest, query: str, matched: _Matched) -> list[Candidate]:
-        """Each polarity's first hits in recall's order (conflict bags first, then score), as many
-        as `slice_hits` can pick of it for a slice of `request.per_class`: its reserved places and
-        the spare ones, and then, once another polarity turns out to hold fewer matches than its
-        places, those too (a polarity asked for N that returns fewer has no more)."""
+        """Each polarity's first hits in recall's order (conflict bags first, then score).
+
+        It reads as many of each as `slice_hits` can pick of it for a slice of `request.per_class`:
+        its reserved places and the spare ones, and then, once another polarity turns out to hold
+        fewer matches than its places, those too (a polarity asked for N that returns fewer has no
+        more).
+        """
         quota = reserved_places(request.per_class)
         spare = max(0, request.per_class - sum(quota.values()))
         # A polarity whose matching bags hold no live deposit of it has no match.
@@ -598,8 +629,10 @@ FROM matched bag
     def _window(
         self, window: _Window, classes: dict[str, _Class], plan: WalkPlan, now: datetime, source: _Source
     ) -> _Part:
-        """The walk's next window: the open polarities' matches within its time span, less those
-        scored in full (a repeater read again is counted once)."""
+        """The walk's next window: the open polarities' matches within its time span.
+
+        Those scored in full are left out (a repeater read again is counted once).
+        """
         where, params = _open_polarities(classes, source)
         if window.lower is not None:
             where += " AND d.created_at >= %s"
@@ -728,9 +761,11 @@ def _scored_in_full(plan: WalkPlan) -> list[_Part]:
 
 
 def _open_polarities(classes: dict[str, _Class], source: _Source) -> tuple[str, list[object]]:
-    """The WHERE fragment a window reads the open polarities with: each whole, or only its
-    deposits in conflict bags once no quiet one can enter (a source of conflict bags alone needs
-    no second look at the bag)."""
+    """The WHERE fragment a window reads the open polarities with, and its parameters.
+
+    Each polarity is read whole, or only its deposits in conflict bags once no quiet one can enter
+    (a source of conflict bags alone needs no second look at the bag).
+    """
     every, conflict_only = [], []
     for polarity, entry in classes.items():
         if entry.open:
@@ -760,9 +795,11 @@ def _keep_best(rows: list[tuple], classes: dict[str, _Class]) -> None:
 
 
 def _reach(entry: _Class, polarity: str, edge: float, bound: float) -> float:
-    """How many days back the next window must read for one open polarity whose matches younger
-    than `edge` days are read; closes it (and asks for nothing older) when no older match can
-    enter its best."""
+    """How many days back the next window must read for one open polarity.
+
+    Its matches younger than `edge` days are read. Closes the polarity (and asks for nothing older)
+    when no older match can enter its best.
+    """
     ceiling = bound * decay(edge, polarity)
     if entry.quiet_settled(ceiling):
         entry.conflict_only = entry.conflicts

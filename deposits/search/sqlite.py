@@ -1,5 +1,8 @@
-"""SQLite: a contentless FTS5 table over content + scope note, kept by triggers on the deposit
-table, whose rowids put each owner's entries in one range (migration 0010)."""
+"""SQLite full-text search: a contentless FTS5 table over content + scope note.
+
+Triggers on the deposit table keep it, and its rowids put each owner's entries in one range
+(migration 0010).
+"""
 
 from __future__ import annotations
 

@@ -82,8 +82,9 @@ class EmbeddingStatus:
 
 
 def embedding_status(user_id: str | None = None) -> EmbeddingStatus:
-    """Coverage and the backlog of the deployment, or of one owner, in one statement (none at all
-    with no embedder: the pages then say recall by meaning is off).
+    """Coverage and the backlog of the deployment, or of one owner, in one statement.
+
+    With no embedder there is no statement at all: the pages then say recall by meaning is off.
 
     The backlog holds every deposit lacking a vector of the current model (deposits/0028 and the
     job keep it so), so coverage is the live deposits less the live ones waiting: counted over

@@ -329,9 +329,11 @@ def _by_meaning(
     words_found: tuple[list[Candidate], Aggregates, set[str]] | None,
     known: Mapping[str, HitDetail] | None = None,
 ) -> SearchResults:
-    """Recall by meaning, or hybrid (`words_found`): the rankings fused by reciprocal rank, then
-    the ordering rule and the polarity reservation as by words. The flags count every bag a
-    words match is in (as by words) and every bag of a deposit found by meaning."""
+    """Recall by meaning, or hybrid (`words_found`) with the two rankings fused by reciprocal rank.
+
+    The ordering rule and the polarity reservation then apply as by words. The flags count every bag
+    a words match is in (as by words) and every bag of a deposit found by meaning.
+    """
     meaning = [match.candidate for match in matches]
     superseded = {match.candidate.id for match in matches if match.superseded}
     meaning_bags = {match.candidate.bag_id: match for match in matches}
