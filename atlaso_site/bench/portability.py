@@ -7,6 +7,12 @@ through `GET /users/{id}/export` to a file, which is then imported through `POST
 is remembered), and once more into it (every line a duplicate). The service alone (no HTTP)
 imports the same file into a third owner. Each imported owner is forgotten afterwards, timed,
 so the store is left as it was.
+
+The ratio that counts (import ÷ bulk ingest) is read round by round: each import back is run
+between two bulk ingests (ABAB…), and each is set against the mean of the two beside it, so both
+sides of a ratio meet the same load on a shared machine. The tables a forget or an ingest's
+clean-up left dead rows in are vacuumed before each measurement (PostgreSQL runs here with
+autovacuum off): without it each later step would meet every earlier one's dead index entries.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from django.db import connection
 
 from atlaso_site.bench.concurrent_recall import gunicorn
 from atlaso_site.bench.ingest import delete_ingested, ingest, ingest_batches
@@ -28,6 +35,20 @@ from deposits.models import Deposit
 from diagnostics.forget import owner_forget
 
 IMPORT_PREFIX = "benchport-"
+INGEST_LABEL = "bulk ingest through the service (bench's batches of 1,000)"
+IMPORT_BACK_LABEL = "import it back (every id free, as into a fresh database)"
+# The tables a forget, an import or an ingest's clean-up leaves dead rows in.
+TOUCHED = (
+    "deposits_deposit", "deposits_embeddingpending", "deposits_idempotencyentry", "deposits_conflictcopy",
+    "deposits_scopebag", "deposits_bagterms", "deposits_conflictepisode", "deposits_contradiction",
+    "deposits_importedrow", "deposits_ownertally", "deposits_deploymenttally",
+)  # fmt: skip
+
+
+def vacuum_touched() -> None:
+    """VACUUM what the last step left dead, so the next meets the store as the first did."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM {', '.join(TOUCHED)}")
 
 
 def _rss_mib(pid: int) -> float:
@@ -122,7 +143,8 @@ def bulk_ingest(total: int) -> Measured:
     ingest(batches)
     seconds = time.perf_counter() - started
     delete_ingested()
-    return Measured("bulk ingest through the service (bench's batches of 1,000)", total, seconds)
+    vacuum_touched()
+    return Measured(INGEST_LABEL, total, seconds)
 
 
 def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1) -> list[Measured]:
@@ -130,6 +152,7 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1)
     taken) and again (every line a duplicate), then the owner forgotten and its export imported
     back into it (every id free, as into a fresh database), and bulk ingest again; the new owner
     is forgotten afterwards, so the store is left as it was."""
+    vacuum_touched()
     results = [bulk_ingest(ingest_total)]
     deposits = Deposit.objects.filter(user_id=owner).count()
     key, secret = api_key_create(
@@ -178,16 +201,19 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1)
                         http, pids, exported, copy, deposits, "the same import again (every line a duplicate)"
                     )
                 )
-                # In turn with bulk ingest, so each pair meets the same load on a shared machine.
+                # In turn with bulk ingest (B A B A … B), so each import meets the load of the
+                # ingests on either side of it on a shared machine.
                 for _ in range(rounds):
                     started = time.perf_counter()
                     forgotten = owner_forget(user_id=owner)
                     results.append(
                         Measured("forget the owner", forgotten.deposits, time.perf_counter() - started)
                     )
-                    label = "import it back (every id free, as into a fresh database)"
-                    results.append(_import(http, pids, exported, owner, deposits, label))
+                    vacuum_touched()
                     results.append(bulk_ingest(ingest_total))
+                    results.append(_import(http, pids, exported, owner, deposits, IMPORT_BACK_LABEL))
+                    vacuum_touched()
+                results.append(bulk_ingest(ingest_total))
     finally:
         api_key_revoke(key=key)
         exported.unlink(missing_ok=True)
@@ -217,3 +243,17 @@ def _import(
     counts = answer.json()["deposits"]
     note = f"{counts['committed']:,} new, {counts['duplicates']:,} duplicates, {counts['failed']:,} failed"
     return Measured(label, deposits, seconds, memory, note)
+
+
+def round_ratios(results: list[Measured]) -> list[float]:
+    """Each import back's rate over the mean rate of the bulk ingests just before and after it."""
+    ratios = []
+    for i, r in enumerate(results):
+        if r.what != IMPORT_BACK_LABEL:
+            continue
+        before = next((b for b in reversed(results[:i]) if b.what == INGEST_LABEL), None)
+        after = next((b for b in results[i + 1 :] if b.what == INGEST_LABEL), None)
+        beside = [b.rate for b in (before, after) if b is not None]
+        if beside:
+            ratios.append(r.rate / (sum(beside) / len(beside)))
+    return ratios
