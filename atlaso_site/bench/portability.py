@@ -17,6 +17,7 @@ autovacuum off): without it each later step would meet every earlier one's dead 
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import time
@@ -58,6 +59,12 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The process's user and system CPU time so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def workers_of(master: int) -> list[int]:
     """gunicorn's worker processes (its master's children)."""
     return [int(pid) for pid in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
@@ -72,15 +79,18 @@ def _workers_when_up(master: int, count: int) -> list[int]:
 
 @dataclass
 class Sampler:
-    """The workers' resident memory every 50 ms while a transfer runs: before, and the peak."""
+    """The workers' resident memory every 50 ms while a transfer runs (before, and the peak), and
+    the CPU time they spent on it."""
 
     pids: list[int]
     before: dict[int, float] = field(default_factory=dict)
     peak: dict[int, float] = field(default_factory=dict)
+    cpu: float = 0.0
 
     def __post_init__(self) -> None:
         self.before = {pid: _rss_mib(pid) for pid in self.pids}
         self.peak = dict(self.before)
+        self._cpu_before = sum(_cpu_seconds(pid) for pid in self.pids)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -96,6 +106,7 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.cpu = sum(_cpu_seconds(pid) for pid in self.pids) - self._cpu_before
 
     @property
     def baseline(self) -> float:
@@ -132,6 +143,7 @@ class Measured:
                 "worker_rss_before_mib": round(self.memory.baseline, 1),
                 "worker_rss_peak_mib": round(self.memory.highest, 1),
                 "worker_rss_grown_mib": round(self.memory.grown, 1),
+                "worker_cpu_seconds": round(self.memory.cpu, 2),
             }
         return out
 
@@ -139,12 +151,14 @@ class Measured:
 def bulk_ingest(total: int) -> Measured:
     """Bulk ingest through the service, as `bench` measures it, on the same store."""
     batches = ingest_batches(total, run=f"port-{uuid.uuid4().hex[:6]}")
+    cpu = time.process_time()
     started = time.perf_counter()
     ingest(batches)
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     delete_ingested()
     vacuum_touched()
-    return Measured(INGEST_LABEL, total, seconds)
+    return Measured(INGEST_LABEL, total, seconds, note=f"this process's CPU {cpu:.1f} s")
 
 
 def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1) -> list[Measured]:

@@ -67,11 +67,11 @@ class Command(BaseCommand):
         ingest_rate = sum(ingests) / len(ingests)
         width = max(len(r.what) for r in results)
         self.stdout.write(
-            f"{'what'.ljust(width)}  {'deposits':>9}  {'s':>7}  {'deposits/s':>10}  {'× ingest':>8}  worker RSS MiB (before → peak)"
+            f"{'what'.ljust(width)}  {'deposits':>9}  {'s':>7}  {'deposits/s':>10}  {'× ingest':>8}  worker RSS MiB (before → peak), worker CPU"
         )
         for r in results:
             memory = (
-                f"{r.memory.baseline:.0f} → {r.memory.highest:.0f} (+{r.memory.grown:.1f})"
+                f"{r.memory.baseline:.0f} → {r.memory.highest:.0f} (+{r.memory.grown:.1f}), CPU {r.memory.cpu:.1f} s"
                 if r.memory
                 else ""
             )
