@@ -4,9 +4,9 @@ bulk ingest in the same run, with the web worker's memory sampled throughout.
 The owner measured (the store's largest bench owner, or the one closest to a size) is exported
 through `GET /users/{id}/export` to a file, which is then imported through `POST
 /users/{id}/import` into a new owner (every id taken: each deposit gets a new one and its source
-is remembered), and once more into it (every line a duplicate). The service alone (no HTTP)
-imports the same file into a third owner. Each imported owner is forgotten afterwards, timed,
-so the store is left as it was.
+is remembered), and once more into it (every line a duplicate); then the owner is forgotten and
+imports its file back, `rounds` times. The new owner is forgotten afterwards, timed, so the store
+is left as it was.
 
 The ratio that counts (import ÷ bulk ingest) is read round by round: each import back is run
 between two bulk ingests (ABAB…), and each is set against the mean of the two beside it, so both
