@@ -4,13 +4,20 @@ bulk ingest in the same run, with the web worker's memory sampled throughout.
 The owner measured (the store's largest bench owner, or the one closest to a size) is exported
 through `GET /users/{id}/export` to a file, which is then imported through `POST
 /users/{id}/import` into a new owner (every id taken: each deposit gets a new one and its source
-is remembered), and once more into it (every line a duplicate). The service alone (no HTTP)
-imports the same file into a third owner. Each imported owner is forgotten afterwards, timed,
-so the store is left as it was.
+is remembered), and once more into it (every line a duplicate); then the owner is forgotten and
+imports its file back, `rounds` times. The new owner is forgotten afterwards, timed, so the store
+is left as it was.
+
+The ratio that counts (import ÷ bulk ingest) is read round by round: each import back is run
+between two bulk ingests (ABAB…), and each is set against the mean of the two beside it, so both
+sides of a ratio meet the same load on a shared machine. The tables a forget or an ingest's
+clean-up left dead rows in are vacuumed before each measurement (PostgreSQL runs here with
+autovacuum off): without it each later step would meet every earlier one's dead index entries.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import time
@@ -20,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from django.db import connection
 
 from atlaso_site.bench.concurrent_recall import gunicorn
 from atlaso_site.bench.ingest import delete_ingested, ingest, ingest_batches
@@ -28,6 +36,20 @@ from deposits.models import Deposit
 from diagnostics.forget import owner_forget
 
 IMPORT_PREFIX = "benchport-"
+INGEST_LABEL = "bulk ingest through the service (bench's batches of 1,000)"
+IMPORT_BACK_LABEL = "import it back (every id free, as into a fresh database)"
+# The tables a forget, an import or an ingest's clean-up leaves dead rows in.
+TOUCHED = (
+    "deposits_deposit", "deposits_embeddingpending", "deposits_idempotencyentry", "deposits_conflictcopy",
+    "deposits_scopebag", "deposits_bagterms", "deposits_conflictepisode", "deposits_contradiction",
+    "deposits_importedrow", "deposits_ownertally", "deposits_deploymenttally",
+)  # fmt: skip
+
+
+def vacuum_touched() -> None:
+    """VACUUM what the last step left dead, so the next meets the store as the first did."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM {', '.join(TOUCHED)}")
 
 
 def _rss_mib(pid: int) -> float:
@@ -35,6 +57,12 @@ def _rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The process's user and system CPU time so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def workers_of(master: int) -> list[int]:
@@ -51,15 +79,18 @@ def _workers_when_up(master: int, count: int) -> list[int]:
 
 @dataclass
 class Sampler:
-    """The workers' resident memory every 50 ms while a transfer runs: before, and the peak."""
+    """The workers' resident memory every 50 ms while a transfer runs (before, and the peak), and
+    the CPU time they spent on it."""
 
     pids: list[int]
     before: dict[int, float] = field(default_factory=dict)
     peak: dict[int, float] = field(default_factory=dict)
+    cpu: float = 0.0
 
     def __post_init__(self) -> None:
         self.before = {pid: _rss_mib(pid) for pid in self.pids}
         self.peak = dict(self.before)
+        self._cpu_before = sum(_cpu_seconds(pid) for pid in self.pids)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -75,6 +106,7 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.cpu = sum(_cpu_seconds(pid) for pid in self.pids) - self._cpu_before
 
     @property
     def baseline(self) -> float:
@@ -111,6 +143,7 @@ class Measured:
                 "worker_rss_before_mib": round(self.memory.baseline, 1),
                 "worker_rss_peak_mib": round(self.memory.highest, 1),
                 "worker_rss_grown_mib": round(self.memory.grown, 1),
+                "worker_cpu_seconds": round(self.memory.cpu, 2),
             }
         return out
 
@@ -118,11 +151,14 @@ class Measured:
 def bulk_ingest(total: int) -> Measured:
     """Bulk ingest through the service, as `bench` measures it, on the same store."""
     batches = ingest_batches(total, run=f"port-{uuid.uuid4().hex[:6]}")
+    cpu = time.process_time()
     started = time.perf_counter()
     ingest(batches)
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     delete_ingested()
-    return Measured("bulk ingest through the service (bench's batches of 1,000)", total, seconds)
+    vacuum_touched()
+    return Measured(INGEST_LABEL, total, seconds, note=f"this process's CPU {cpu:.1f} s")
 
 
 def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1) -> list[Measured]:
@@ -130,6 +166,7 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1)
     taken) and again (every line a duplicate), then the owner forgotten and its export imported
     back into it (every id free, as into a fresh database), and bulk ingest again; the new owner
     is forgotten afterwards, so the store is left as it was."""
+    vacuum_touched()
     results = [bulk_ingest(ingest_total)]
     deposits = Deposit.objects.filter(user_id=owner).count()
     key, secret = api_key_create(
@@ -178,16 +215,19 @@ def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1)
                         http, pids, exported, copy, deposits, "the same import again (every line a duplicate)"
                     )
                 )
-                # In turn with bulk ingest, so each pair meets the same load on a shared machine.
+                # In turn with bulk ingest (B A B A … B), so each import meets the load of the
+                # ingests on either side of it on a shared machine.
                 for _ in range(rounds):
                     started = time.perf_counter()
                     forgotten = owner_forget(user_id=owner)
                     results.append(
                         Measured("forget the owner", forgotten.deposits, time.perf_counter() - started)
                     )
-                    label = "import it back (every id free, as into a fresh database)"
-                    results.append(_import(http, pids, exported, owner, deposits, label))
+                    vacuum_touched()
                     results.append(bulk_ingest(ingest_total))
+                    results.append(_import(http, pids, exported, owner, deposits, IMPORT_BACK_LABEL))
+                    vacuum_touched()
+                results.append(bulk_ingest(ingest_total))
     finally:
         api_key_revoke(key=key)
         exported.unlink(missing_ok=True)
@@ -217,3 +257,17 @@ def _import(
     counts = answer.json()["deposits"]
     note = f"{counts['committed']:,} new, {counts['duplicates']:,} duplicates, {counts['failed']:,} failed"
     return Measured(label, deposits, seconds, memory, note)
+
+
+def round_ratios(results: list[Measured]) -> list[float]:
+    """Each import back's rate over the mean rate of the bulk ingests just before and after it."""
+    ratios = []
+    for i, r in enumerate(results):
+        if r.what != IMPORT_BACK_LABEL:
+            continue
+        before = next((b for b in reversed(results[:i]) if b.what == INGEST_LABEL), None)
+        after = next((b for b in results[i + 1 :] if b.what == INGEST_LABEL), None)
+        beside = [b.rate for b in (before, after) if b is not None]
+        if beside:
+            ratios.append(r.rate / (sum(beside) / len(beside)))
+    return ratios

@@ -76,6 +76,9 @@ MAX_CHANNEL = 64
 # A batch that met a concurrent writer of the same rows (the other import of the same file, a
 # deadlock with a write) is run again: it then finds those rows as duplicates.
 ATTEMPTS = 3
+# Batches of deposits alone written at once, each on a connection of its own (the import's and
+# WRITERS - 1 beside it): see BENCHMARKS.md, "Moving a memory".
+WRITERS = 3
 DEADLOCK, SERIALIZATION = "40P01", "40001"
 
 
@@ -173,6 +176,8 @@ class Importer:
     on_gate_reject: str
     # Whether a deposit of the body was found written already (see _write_deposits).
     seen: _Seen = field(default_factory=lambda: _Seen())
+    # The deposits' key to their bag may be checked once per batch (import_batch.copy_deposits).
+    bag_keys_setwise: bool = False
 
 
 @dataclass
@@ -206,7 +211,10 @@ def owner_import(
     if format not in FORMATS:
         raise invalid("format", f"format must be one of: {', '.join(FORMATS)}", allowed=list(FORMATS))
     on_gate_reject = validate_enum("on_gate_reject", on_gate_reject, default="skip")
-    importer = Importer(user_id, channel, tier, ceiling, keep_provenance, on_gate_reject)
+    importer = Importer(
+        user_id, channel, tier, ceiling, keep_provenance, on_gate_reject,
+        bag_keys_setwise=connection.vendor == "postgresql" and import_batch.bag_keys_setwise(),
+    )  # fmt: skip
     result = ImportResult(dry_run=dry_run)
     lines = _mem0_lines(read, limit) if format == "mem0" else _atlaso_lines(read, limit)
     if not dry_run:
@@ -317,20 +325,22 @@ def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
 def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
     """Each batch written as the next is prepared: the body's reading, parsing and validation run
     one batch ahead (a thread, a greenlet under the gevent worker: it only reads the body and
-    computes), and on PostgreSQL two batches of deposits alone are written at once (`_Beside`)."""
-    with Ahead(_prepared(importer, lines)) as batches, _Beside(importer, result) as beside:
+    computes), and on PostgreSQL batches of deposits alone are written several at once
+    (`_Writers`)."""
+    with Ahead(_prepared(importer, lines)) as batches, _Writers(importer, result) as writers:
         for prepared in batches:
             result.lines = prepared.last_line
-            if beside.take(prepared):
+            last = prepared.stop_at is not None or prepared.broken is not None
+            # The batch that ends the import is written by the import itself, after the others.
+            if not last and writers.take(prepared):
                 continue
-            if not beside.alone(prepared):
-                beside.wait()
+            if last or not writers.alone(prepared):
+                writers.wait()
             _flush(importer, prepared, result)
             if prepared.stop_at is not None:
                 result.stopped = True
                 return
             if prepared.broken is not None:
-                beside.wait()
                 result.stopped = True
                 result.fail(prepared.last_line + 1, invalid("body", prepared.broken), None)
                 if not result.written:
@@ -338,66 +348,95 @@ def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) ->
                 return
 
 
-class _Beside:
-    """A second writer, on a connection of its own, for batches that hold deposits alone: while
-    it writes one, the import writes the next (each batch is its own transaction, so either may
-    commit first; an interrupted import still leaves whole batches). A batch of any other kind
-    waits for it (its lines name deposits of the batches before). Only on PostgreSQL, outside a
-    caller's transaction (a dry run, a test), and while a connection is to be had."""
+class _Writers:
+    """Writers beside the import, each a thread (a greenlet under gevent) with a connection of
+    its own for the whole import, for batches that hold deposits alone: while they write some,
+    the import writes the next (each batch is its own transaction, so any may commit first; an
+    interrupted import still leaves whole batches). A batch of any other kind waits for them
+    (its lines name deposits of the batches before). Only on PostgreSQL, outside a caller's
+    transaction (a dry run, a test), and while each batch handed over is written."""
 
     def __init__(self, importer: Importer, result: ImportResult) -> None:
         self.importer = importer
         self.result = result
-        self.enabled = connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.count = count = WRITERS - 1
+        self.enabled = connection.vendor == "postgresql" and not connection.in_atomic_block and count > 0
         self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.failure: tuple[_Prepared, BaseException] | None = None
+        self.changed = threading.Condition()
+        self.todo: queue.SimpleQueue[_Prepared | None] = queue.SimpleQueue()
+        self.threads: list[threading.Thread] = []
+        self.busy = 0
+        self.failed: list[_Prepared] = []
 
     def alone(self, prepared: _Prepared) -> bool:
-        """`prepared` may be written beside another batch: it holds deposits alone."""
+        """`prepared` may be written beside other batches: it holds deposits alone."""
         return self.enabled and not any(
             lines for kind, lines in prepared.by_kind.items() if kind != "deposit"
         )
 
     def take(self, prepared: _Prepared) -> bool:
-        """Start writing `prepared` beside the import when it may be and the writer beside is
-        free; False otherwise (the import writes it, beside the batch in hand if it may)."""
-        if self.thread is not None and not self.thread.is_alive():
-            self.wait()  # its batch is done: count it, and take this one
-        if self.thread is not None or not self.alone(prepared):
+        """Hand `prepared` to a writer when it may be written beside and one is free; False
+        otherwise (the import writes it, beside the batches in hand if it may)."""
+        if not self.alone(prepared):
             return False
-        self.thread = threading.Thread(target=self._write, args=(prepared,), daemon=True)
-        self.thread.start()
+        with self.changed:
+            if self.busy >= self.count or self.failed:
+                return False
+            self.busy += 1
+        if len(self.threads) < self.busy:
+            thread = threading.Thread(target=self._serve, daemon=True)
+            self.threads.append(thread)
+            thread.start()
+        self.todo.put(prepared)
         return True
 
-    def _write(self, prepared: _Prepared) -> None:
+    def _serve(self) -> None:
         try:
-            _flush(self.importer, prepared, self.result, self.lock)
-        except BaseException as error:  # handed to the import, which writes the batch itself
-            self.failure = (prepared, error)
+            while (prepared := self.todo.get()) is not None:
+                failed = False
+                try:
+                    _flush(self.importer, prepared, self.result, self.lock)
+                except BaseException:  # handed back to the import, which writes the batch itself
+                    failed = True
+                    connection.close()
+                with self.changed:
+                    if failed:
+                        self.failed.append(prepared)
+                    self.busy -= 1
+                    self.changed.notify_all()
         finally:
             connection.close()
 
+    def _settled(self) -> list[_Prepared]:
+        with self.changed:
+            while self.busy:
+                self.changed.wait()
+            failed, self.failed = self.failed, []
+        return failed
+
     def wait(self) -> None:
-        """The batch beside, written; one it could not write (no connection to be had, say) is
-        written by the import itself, which then writes alone."""
-        if self.thread is None:
-            return
-        self.thread.join()
-        self.thread = None
-        if self.failure is not None:
-            prepared, _ = self.failure
-            self.failure, self.enabled = None, False
+        """Every batch handed over, written; one a writer could not write (no connection to be
+        had, say) is written by the import itself, which then writes alone."""
+        failed = self._settled()
+        if failed:
+            self.enabled = False
+        for prepared in sorted(failed, key=lambda p: p.last_line):
             _flush(self.importer, prepared, self.result, self.lock)
 
-    def __enter__(self) -> _Beside:
+    def __enter__(self) -> _Writers:
         return self
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
-        if kind is None:
-            self.wait()
-        elif self.thread is not None:
-            self.thread.join()
+        try:
+            if kind is None:
+                self.wait()
+            else:
+                self._settled()
+        finally:
+            for _ in self.threads:
+                self.todo.put(None)
+            for thread in self.threads:
+                thread.join()
 
 
 def _flush(
@@ -690,7 +729,10 @@ def _write_deposits(
         ))  # fmt: skip
     # Bag rows first (the deposits' foreign key points at them), as every write orders them.
     in_conflict = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
-    insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
+    if importer.bag_keys_setwise:
+        import_batch.copy_deposits(DEPOSIT_COLUMNS, rows, list(by_bag))
+    else:
+        insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
     if moved:
         insert_rows(ImportedRow._meta.db_table, IMPORTED_ROW_COLUMNS, moved)
     _claim_keys(user_id, fresh, now)

@@ -1,6 +1,7 @@
 """What an import batch changes set-wise on PostgreSQL: the soft-retract markers it sets and the
 bags it counts again, each one statement for the whole batch (SQLite takes the services' row-at-a-
-time path, deposits.services.bag_counts.bags_recount, which the property tests hold these to).
+time path, deposits.services.bag_counts.bags_recount, which the property tests hold these to),
+and its deposits' foreign key to their bags, checked once for the batch.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import psycopg
-from django.db import connection
+from django.db import IntegrityError, connection
 
 from deposits.domain.types import DIRECTIONAL, POLARITIES
+from deposits.sql.bulk import insert_rows
 from deposits.sql.rules import live_sql
 
 _LIVE_COLUMNS = [f"live_{p}" for p in POLARITIES]
@@ -88,3 +90,60 @@ def retract_set(ids: Sequence[uuid.UUID], at: Sequence[datetime], reasons: Seque
     """Set the soft-retract marker of deposits not retracted yet (the one change the database
     lets through after insert)."""
     _execute(RETRACT_SQL, [list(ids), list(at), list(reasons)])
+
+
+# The tables a COPY of deposits inserts into: the deposits, and the rows their insert triggers
+# write (the conflict copies, the embedding backlog).
+_COPIED_INTO = ("deposits_deposit", "deposits_conflictcopy", "deposits_embeddingpending")
+# TRIGGER_TYPE_INSERT in pg_trigger.tgtype.
+_ON_INSERT = 4
+_MISSING_BAGS_SQL = (
+    "SELECT b.id FROM unnest(%s::text[]) AS b(id) "
+    "WHERE NOT EXISTS (SELECT 1 FROM deposits_scopebag s WHERE s.id = b.id) LIMIT 1"
+)
+
+
+def bag_keys_setwise() -> bool:
+    """Whether this connection may write deposits with their foreign key to their bag checked once
+    per batch (`copy_deposits`): its role may set `session_replication_role`, and every trigger
+    that fires on inserting into the tables the COPY writes fires in a `replica` session too
+    (deposits/0031), so that the foreign-key checks are all the setting leaves out."""
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('is_superuser') = 'on', current_setting('server_version_num')::int"
+        )
+        superuser, version = cursor.fetchone()
+        if not superuser:
+            if version < 150000:
+                return False
+            cursor.execute("SELECT has_parameter_privilege('session_replication_role', 'SET')")
+            if not cursor.fetchone()[0]:
+                return False
+        tables = ", ".join(f"'{table}'::regclass" for table in _COPIED_INTO)
+        cursor.execute(
+            f"SELECT count(*) FROM pg_trigger WHERE tgrelid IN ({tables}) AND NOT tgisinternal "
+            f"AND tgtype & {_ON_INSERT} <> 0 AND tgenabled <> 'A'"
+        )
+        return cursor.fetchone()[0] == 0
+
+
+def copy_deposits(
+    columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], bag_ids: Sequence[str]
+) -> None:
+    """Insert an import batch's deposits, their foreign key to their bag checked once for the batch
+    instead of by a trigger per row (a fifth of the database's work per deposit).
+
+    The COPY runs as `replica`, which leaves out PostgreSQL's foreign-key triggers and nothing else
+    (`bag_keys_setwise`), then the batch's bags are looked up: the batch has just written each of
+    them (bags_add_deposits), so each is there and locked by this transaction until it commits,
+    and the lookup only says so. The embedding backlog's rows, which the deposits' trigger writes
+    in the same statement, name the deposits it has just inserted.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        insert_rows("deposits_deposit", columns, rows)
+        cursor.execute("SET LOCAL session_replication_role = DEFAULT")
+    missing = _execute(_MISSING_BAGS_SQL, [sorted(set(bag_ids))])
+    if missing:
+        raise IntegrityError(f"deposits name bag {missing[0][0]}, which is not there")
