@@ -298,6 +298,19 @@ def _prepared(importer: Importer, lines: Iterator[fmt.Line]) -> Iterator[_Prepar
 
 def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
     outcome = _Batch()
+    by_kind = _sorted_by_kind(batch, outcome)
+    deposits, stop_at = _check_deposits(importer, by_kind["deposit"], outcome, timezone.now())
+    # The drafts hold what is written: the parsed lines need not wait beside them.
+    by_kind["deposit"] = []
+    if stop_at is not None:
+        for kind, lines in by_kind.items():
+            by_kind[kind] = [line for line in lines if line.number < stop_at]
+        deposits = [d for d in deposits if d.line < stop_at]
+    return _Prepared(by_kind, deposits, outcome, last, stop_at)
+
+
+def _sorted_by_kind(batch: list[fmt.Line], outcome: _Batch) -> dict[str, list[fmt.Line]]:
+    """The batch's lines by kind; one unreadable, of another kind or unstorable is a failed line."""
     by_kind: dict[str, list[fmt.Line]] = {kind: [] for kind in fmt.KINDS}
     for line in batch:
         if line.data is None:
@@ -312,14 +325,7 @@ def _prepare(importer: Importer, batch: list[fmt.Line], last: int) -> _Prepared:
             outcome.fail(line.number, invalid(name, f"{name} holds {problem}"), kind)
             continue
         by_kind[kind].append(line)
-    deposits, stop_at = _check_deposits(importer, by_kind["deposit"], outcome, timezone.now())
-    # The drafts hold what is written: the parsed lines need not wait beside them.
-    by_kind["deposit"] = []
-    if stop_at is not None:
-        for kind, lines in by_kind.items():
-            by_kind[kind] = [line for line in lines if line.number < stop_at]
-        deposits = [d for d in deposits if d.line < stop_at]
-    return _Prepared(by_kind, deposits, outcome, last, stop_at)
+    return by_kind
 
 
 def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
@@ -690,6 +696,35 @@ def _write_deposits(
         importer.seen.held or ImportedRow.objects.filter(user_id=user_id, kind=ImportedRow.DEPOSIT).exists()
     )
     mine = _resolve(user_id, (d.source for d in deposits), taken=taken) if careful else {}
+    fresh, moved = _fresh_deposits(user_id, deposits, mine, taken, counts)
+    if not fresh:
+        return
+    by_bag, rows = _deposit_rows(user_id, fresh)
+    # Bag rows first (the deposits' foreign key points at them), as every write orders them.
+    in_conflict = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
+    if importer.bag_keys_setwise:
+        import_batch.copy_deposits(DEPOSIT_COLUMNS, rows, list(by_bag))
+    else:
+        insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
+    if moved:
+        insert_rows(ImportedRow._meta.db_table, IMPORTED_ROW_COLUMNS, moved)
+    _claim_keys(user_id, fresh, now)
+    opened = episodes_sync(user_id=user_id, bag_ids=set(by_bag), now=now, in_conflict=in_conflict)
+    tally.touched(now, live=len(rows), conflicts=opened)
+    counts.committed += len(rows)
+
+
+def _fresh_deposits(
+    user_id: str,
+    deposits: list[_DepositLine],
+    mine: Mapping[uuid.UUID, uuid.UUID],
+    taken: set[uuid.UUID],
+    counts: KindCounts,
+) -> tuple[list[_DepositLine], list[tuple[str, str, str, str]]]:
+    """The deposits not written before, each given the id it is written under.
+
+    Also the ImportedRow rows of those moved to a new id; the others are counted duplicates.
+    """
     fresh: list[_DepositLine] = []
     seen: set[uuid.UUID] = set()
     moved: list[tuple[str, str, str, str]] = []
@@ -703,8 +738,13 @@ def _write_deposits(
         if deposit.target != deposit.source:
             moved.append((user_id, ImportedRow.DEPOSIT, str(deposit.source), str(deposit.target)))
         fresh.append(deposit)
-    if not fresh:
-        return
+    return fresh, moved
+
+
+def _deposit_rows(
+    user_id: str, fresh: list[_DepositLine]
+) -> tuple[dict[str, NewDeposits], list[tuple[Any, ...]]]:
+    """The deposits' new counts and texts bag by bag, and their rows as DEPOSIT_COLUMNS orders them."""
     by_bag: dict[str, NewDeposits] = {}
     # A batch's deposits share few scopes: each bag id is hashed once (its key keeps each facet's
     # type, as the bulk write's does, so 1 and True never share an id).
@@ -727,18 +767,7 @@ def _write_deposits(
             deposit.channel, draft.repro_status, belief.key if belief else None, belief.value if belief else None,
             deposit.created_at,
         ))  # fmt: skip
-    # Bag rows first (the deposits' foreign key points at them), as every write orders them.
-    in_conflict = bags_add_deposits(user_id=user_id, bags=by_bag, now=now)
-    if importer.bag_keys_setwise:
-        import_batch.copy_deposits(DEPOSIT_COLUMNS, rows, list(by_bag))
-    else:
-        insert_rows("deposits_deposit", DEPOSIT_COLUMNS, rows)
-    if moved:
-        insert_rows(ImportedRow._meta.db_table, IMPORTED_ROW_COLUMNS, moved)
-    _claim_keys(user_id, fresh, now)
-    opened = episodes_sync(user_id=user_id, bag_ids=set(by_bag), now=now, in_conflict=in_conflict)
-    tally.touched(now, live=len(rows), conflicts=opened)
-    counts.committed += len(rows)
+    return by_bag, rows
 
 
 def _claim_keys(user_id: str, deposits: Sequence[_DepositLine], now: datetime) -> None:
@@ -778,6 +807,23 @@ def _locked(user_id: str, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Deposit]:
     return {row.pk: row for row in rows}
 
 
+def _parsed(
+    lines: Sequence[fmt.Line],
+    parse: Callable[[Mapping[str, Any], datetime], tuple[Any, ...]],
+    kind: str,
+    outcome: _Batch,
+    now: datetime,
+) -> list[tuple[Any, ...]]:
+    """Each line's number and what `parse` reads of it; a line it refuses is a failed line."""
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append((line.number, *parse(line.data or {}, now)))
+        except fmt.LineError as error:
+            outcome.fail(line.number, invalid("line", str(error)), kind)
+    return parsed
+
+
 def _edge_line(data: Mapping[str, Any], now: datetime) -> tuple[uuid.UUID, uuid.UUID, str, datetime]:
     new, old = fmt.parse_id(data.get("from"), "from"), fmt.parse_id(data.get("to"), "to")
     if new == old:
@@ -791,12 +837,7 @@ def _edge_line(data: Mapping[str, Any], now: datetime) -> tuple[uuid.UUID, uuid.
 def _write_edges(
     importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, tally: Tally, now: datetime
 ) -> None:
-    parsed = []
-    for line in lines:
-        try:
-            parsed.append((line.number, *_edge_line(line.data or {}, now)))
-        except fmt.LineError as error:
-            outcome.fail(line.number, invalid("line", str(error)), "edge")
+    parsed = _parsed(lines, _edge_line, "edge", outcome, now)
     if not parsed:
         return
     user_id = importer.user_id
@@ -807,16 +848,24 @@ def _write_edges(
         return
     Contradiction.objects.bulk_create(edges)
     outcome.count("edge").committed += len(edges)
+    closers = _supersession_closers(edges, rows)
+    if closers:
+        live = _recount(user_id, closers, now)
+        opened = episodes_sync(user_id=user_id, bag_ids=set(closers), now=now, closers=closers)
+        tally.touched(now, live=live, conflicts=opened)
+
+
+def _supersession_closers(
+    edges: Sequence[Contradiction], rows: Mapping[uuid.UUID, Deposit]
+) -> dict[str, Closer]:
+    """The bags whose episodes the superseding edges close: each by its first such edge."""
     closers: dict[str, Closer] = {}
     for edge in edges:
         if edge.superseding:
             closers.setdefault(
                 rows[edge.old_deposit_id].bag_id, (ConflictEpisode.SUPERSESSION, edge.new_deposit_id)
             )
-    if closers:
-        live = _recount(user_id, closers, now)
-        opened = episodes_sync(user_id=user_id, bag_ids=set(closers), now=now, closers=closers)
-        tally.touched(now, live=live, conflicts=opened)
+    return closers
 
 
 def _new_edges(
@@ -872,17 +921,29 @@ def _write_retractions(
     importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, tally: Tally, now: datetime
 ) -> None:
     counts = outcome.count("retraction")
-    parsed = []
-    for line in lines:
-        try:
-            parsed.append((line.number, *_retraction_line(line.data or {}, now)))
-        except fmt.LineError as error:
-            outcome.fail(line.number, invalid("line", str(error)), "retraction")
+    parsed = _parsed(lines, _retraction_line, "retraction", outcome, now)
     if not parsed:
         return
     user_id = importer.user_id
     targets = _resolve(user_id, [source for _, source, *_ in parsed])
     rows = _locked(user_id, targets.values())
+    retracting = _new_retractions(parsed, targets, rows, outcome)
+    if not retracting:
+        return
+    ids = sorted(retracting)
+    _retract(ids, retracting)
+    counts.committed += len(ids)
+    _after_retractions(user_id, ids, rows, tally, now)
+
+
+def _new_retractions(
+    parsed: Sequence[tuple[Any, ...]],
+    targets: Mapping[uuid.UUID, uuid.UUID],
+    rows: Mapping[uuid.UUID, Deposit],
+    outcome: _Batch,
+) -> dict[uuid.UUID, tuple[datetime, str]]:
+    """When and why each deposit the lines retract, not retracted before, is retracted."""
+    counts = outcome.count("retraction")
     retracting: dict[uuid.UUID, tuple[datetime, str]] = {}
     for number, source, reason, at in parsed:
         row = rows.get(targets.get(source))  # type: ignore[arg-type]
@@ -893,18 +954,25 @@ def _write_retractions(
             counts.duplicates += 1
         else:
             retracting[row.pk] = (at, reason)
-    if not retracting:
-        return
-    ids = sorted(retracting)
+    return retracting
+
+
+def _retract(ids: Sequence[uuid.UUID], retracting: Mapping[uuid.UUID, tuple[datetime, str]]) -> None:
+    """Set the soft-retract markers: one statement on PostgreSQL, a deposit at a time on SQLite."""
     if connection.vendor == "postgresql":
         import_batch.retract_set(ids, [retracting[i][0] for i in ids], [retracting[i][1] for i in ids])
-    else:
-        for deposit_id in ids:
-            at, reason = retracting[deposit_id]
-            Deposit.objects.filter(pk=deposit_id, retracted_at__isnull=True).update(
-                retracted_at=at, retracted_reason=reason
-            )
-    counts.committed += len(ids)
+        return
+    for deposit_id in ids:
+        at, reason = retracting[deposit_id]
+        Deposit.objects.filter(pk=deposit_id, retracted_at__isnull=True).update(
+            retracted_at=at, retracted_reason=reason
+        )
+
+
+def _after_retractions(
+    user_id: str, ids: Sequence[uuid.UUID], rows: Mapping[uuid.UUID, Deposit], tally: Tally, now: datetime
+) -> None:
+    """What the retractions change beyond their deposits: the edges, bags, episodes and beliefs."""
     # A retracted correction supersedes nothing (domain.md, Live): what it corrected may be live again.
     corrected = Contradiction.objects.superseding().filter(new_deposit_id__in=ids)
     revived = set(corrected.values_list("old_deposit__bag_id", flat=True))
@@ -934,17 +1002,7 @@ def _observation_line(
     taint = fmt.optional_text(data, "taint_tier", MAX_CHANNEL)
     if taint is not None and taint not in tiers:
         raise fmt.LineError(f"there is no tier {taint!r} here; the tiers are: {', '.join(sorted(tiers))}")
-    channel, tier, ceiling = importer.channel, importer.tier, importer.ceiling
-    if importer.keep_provenance:
-        channel = fmt.optional_text(data, "channel", MAX_CHANNEL)
-        tier = fmt.optional_text(data, "tier", MAX_CHANNEL)
-        ceiling = data.get("ceiling")
-        if not channel or not tier or not is_ceiling(ceiling):
-            raise fmt.LineError(
-                "an observation needs its channel, its tier and the tier's ceiling (0 < ceiling < 1)"
-            )
-    if channel is None or tier is None or ceiling is None:
-        raise fmt.LineError("an observation needs the writer's channel; this import has none")
+    channel, tier, ceiling = _observation_provenance(importer, data)
     deposit = data.get("deposit_id")
     source_deposit = None if deposit is None else fmt.parse_id(deposit, "deposit_id")
     arrived = data.get("arrived_at")
@@ -959,6 +1017,22 @@ def _observation_line(
     return draft, source_deposit
 
 
+def _observation_provenance(importer: Importer, data: Mapping[str, Any]) -> tuple[str, str, Any]:
+    """The channel, tier and ceiling an observation is recorded with: the import's, or its own."""
+    channel, tier, ceiling = importer.channel, importer.tier, importer.ceiling
+    if importer.keep_provenance:
+        channel = fmt.optional_text(data, "channel", MAX_CHANNEL)
+        tier = fmt.optional_text(data, "tier", MAX_CHANNEL)
+        ceiling = data.get("ceiling")
+        if not channel or not tier or not is_ceiling(ceiling):
+            raise fmt.LineError(
+                "an observation needs its channel, its tier and the tier's ceiling (0 < ceiling < 1)"
+            )
+    if channel is None or tier is None or ceiling is None:
+        raise fmt.LineError("an observation needs the writer's channel; this import has none")
+    return channel, tier, ceiling
+
+
 def _write_observations(
     importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, now: datetime
 ) -> None:
@@ -966,6 +1040,28 @@ def _write_observations(
     if not lines:
         return
     user_id = importer.user_id
+    parsed = _parsed_observations(importer, lines, outcome, now)
+    drafts, digests, retracted = _new_observations(user_id, parsed, outcome)
+    if not drafts:
+        return
+    ids = beliefs_import.observations_append(
+        user_id=user_id, drafts=drafts, retracted=sorted(retracted), now=now
+    )
+    insert_rows(
+        ImportedRow._meta.db_table,
+        IMPORTED_ROW_COLUMNS,
+        [
+            (user_id, ImportedRow.OBSERVATION, digest, str(revision))
+            for digest, revision in zip(digests, ids, strict=True)
+        ],
+    )
+    counts.committed += len(drafts)
+
+
+def _parsed_observations(
+    importer: Importer, lines: Sequence[fmt.Line], outcome: _Batch, now: datetime
+) -> list[tuple[int, str, beliefs_import.ObservationDraft, uuid.UUID | None]]:
+    """Each observation line's number, digest, draft and the deposit it names; the others fail."""
     tiers = beliefs_import.known_tiers()
     parsed = []
     for line in lines:
@@ -977,6 +1073,19 @@ def _write_observations(
             outcome.fail(line.number, failure, "observation")
             continue
         parsed.append((line.number, fmt.observation_digest(data), draft, source_deposit))
+    return parsed
+
+
+def _new_observations(
+    user_id: str,
+    parsed: Sequence[tuple[int, str, beliefs_import.ObservationDraft, uuid.UUID | None]],
+    outcome: _Batch,
+) -> tuple[list[beliefs_import.ObservationDraft], list[str], set[str]]:
+    """The observations not imported before, each tied to the owner's deposit it names.
+
+    Also their digests, and which of those deposits are retracted.
+    """
+    counts = outcome.count("observation")
     done = set(
         ImportedRow.objects.filter(
             user_id=user_id, kind=ImportedRow.OBSERVATION, source__in=[digest for _, digest, *_ in parsed]
@@ -1003,20 +1112,7 @@ def _write_observations(
         done.add(digest)
         drafts.append(draft)
         digests.append(digest)
-    if not drafts:
-        return
-    ids = beliefs_import.observations_append(
-        user_id=user_id, drafts=drafts, retracted=sorted(retracted), now=now
-    )
-    insert_rows(
-        ImportedRow._meta.db_table,
-        IMPORTED_ROW_COLUMNS,
-        [
-            (user_id, ImportedRow.OBSERVATION, digest, str(revision))
-            for digest, revision in zip(digests, ids, strict=True)
-        ],
-    )
-    counts.committed += len(drafts)
+    return drafts, digests, retracted
 
 
 def _outcome_line(data: Mapping[str, Any], now: datetime) -> beliefs_import.OutcomeDraft:

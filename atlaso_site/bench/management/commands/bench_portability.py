@@ -45,22 +45,41 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if connection.vendor != "postgresql":
             raise CommandError("bench_portability measures PostgreSQL: set DATABASE_URL")
-        owners = OwnerTally.objects.filter(user_id__startswith=OWNER_PREFIX, live_deposits__gt=0)
-        if options["owner_size"]:
-            rows = sorted(
-                owners.values_list("user_id", "live_deposits"),
-                key=lambda r: abs(r[1] - options["owner_size"]),
-            )
-        else:
-            rows = list(owners.order_by("-live_deposits").values_list("user_id", "live_deposits")[:1])
-        if not rows:
-            raise CommandError("no bench owner: seed the store first (make bench CMD='seed_bench --help')")
-        owner = rows[0][0]
+        owner = self._owner(options["owner_size"])
         load = os.getloadavg()[0]
         self.stdout.write(f"Owner {owner}; load average {load:.2f} as the run begins.")
         results = portability.measure(
             owner, ingest_total=options["ingest"], workers=options["workers"], rounds=options["rounds"]
         )
+        self._table(results)
+        ratios = portability.round_ratios(results)
+        if ratios:
+            self.stdout.write(
+                "Import back ÷ the bulk ingests beside it, round by round: "
+                + ", ".join(f"{ratio:.2f}×" for ratio in ratios)
+                + f" (median {statistics.median(ratios):.2f}×); load average {os.getloadavg()[0]:.2f} at the end."
+            )
+        report = {
+            "owner": owner, "load_average": load, "load_average_end": os.getloadavg()[0],
+            "import_over_ingest_by_round": [round(r, 3) for r in ratios],
+            "results": [r.row() for r in results],
+        }  # fmt: skip
+        Path(options["json"]).write_text(json.dumps(report, indent=2))
+        self.stdout.write(f"Written to {options['json']}.")
+
+    def _owner(self, size: int | None) -> str:
+        """The bench owner measured: the one closest to `size` deposits, else the largest."""
+        owners = OwnerTally.objects.filter(user_id__startswith=OWNER_PREFIX, live_deposits__gt=0)
+        if size:
+            rows = sorted(owners.values_list("user_id", "live_deposits"), key=lambda r: abs(r[1] - size))
+        else:
+            rows = list(owners.order_by("-live_deposits").values_list("user_id", "live_deposits")[:1])
+        if not rows:
+            raise CommandError("no bench owner: seed the store first (make bench CMD='seed_bench --help')")
+        return rows[0][0]
+
+    def _table(self, results: list[portability.Measured]) -> None:
+        """One row per measurement, its rate also as a multiple of bulk ingest's."""
         # Each rate of the table is read against bulk ingest's mean over the run; the ratio that
         # counts is each import back's against the ingests on either side of it.
         ingests = [r.rate for r in results if r.what.startswith("bulk ingest")]
@@ -79,17 +98,3 @@ class Command(BaseCommand):
                 f"{r.what.ljust(width)}  {r.deposits:>9,}  {r.seconds:>7.1f}  {r.rate:>10,.0f}  "
                 f"{r.rate / ingest_rate:>7.2f}×  {memory} {r.note}"
             )
-        ratios = portability.round_ratios(results)
-        if ratios:
-            self.stdout.write(
-                "Import back ÷ the bulk ingests beside it, round by round: "
-                + ", ".join(f"{ratio:.2f}×" for ratio in ratios)
-                + f" (median {statistics.median(ratios):.2f}×); load average {os.getloadavg()[0]:.2f} at the end."
-            )
-        report = {
-            "owner": owner, "load_average": load, "load_average_end": os.getloadavg()[0],
-            "import_over_ingest_by_round": [round(r, 3) for r in ratios],
-            "results": [r.row() for r in results],
-        }  # fmt: skip
-        Path(options["json"]).write_text(json.dumps(report, indent=2))
-        self.stdout.write(f"Written to {options['json']}.")
