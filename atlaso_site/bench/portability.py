@@ -1,5 +1,7 @@
-"""`bench_portability`: an owner's export and import through gunicorn as `make run` serves it, beside
-bulk ingest in the same run, with the web worker's memory sampled throughout.
+"""`bench_portability`: an owner's export and import through gunicorn, beside bulk ingest.
+
+It runs as `make run` serves it, beside bulk ingest in the same run, with the web worker's memory
+sampled throughout.
 
 The owner measured (the store's largest bench owner, or the one closest to a size) is exported
 through `GET /users/{id}/export` to a file, which is then imported through `POST
@@ -79,8 +81,11 @@ def _workers_when_up(master: int, count: int) -> list[int]:
 
 @dataclass
 class Sampler:
-    """The workers' resident memory every 50 ms while a transfer runs (before, and the peak), and
-    the CPU time they spent on it."""
+    """The workers' resident memory and CPU time while a transfer runs.
+
+    Their memory is sampled every 50 ms while it runs (kept: before, and the peak), and the CPU time
+    they spent on it counted.
+    """
 
     pids: list[int]
     before: dict[int, float] = field(default_factory=dict)
@@ -162,10 +167,13 @@ def bulk_ingest(total: int) -> Measured:
 
 
 def measure(owner: str, *, ingest_total: int, workers: int = 1, rounds: int = 1) -> list[Measured]:
-    """Bulk ingest, the owner's export through gunicorn, its import into a new owner (every id
-    taken) and again (every line a duplicate), then the owner forgotten and its export imported
-    back into it (every id free, as into a fresh database), and bulk ingest again; the new owner
-    is forgotten afterwards, so the store is left as it was."""
+    """Bulk ingest, the owner's export through gunicorn and its imports, and bulk ingest again.
+
+    The export is imported into a new owner (every id taken) and again (every line a duplicate),
+    then the owner is forgotten and its export imported back into it (every id free, as into a
+    fresh database), and bulk ingest runs again; the new owner is forgotten afterwards, so the store
+    is left as it was.
+    """
     vacuum_touched()
     results = [bulk_ingest(ingest_total)]
     deposits = Deposit.objects.filter(user_id=owner).count()

@@ -165,8 +165,10 @@ class _Batch:
 
 @dataclass(frozen=True, slots=True)
 class Importer:
-    """Who imports, and how: the owner the memory moves to, the channel its lines are recorded
-    on (the importing key's, unless `keep_provenance`: then each line's own, as exported)."""
+    """Who imports, and how: the owner the memory moves to, the channel its lines are recorded on.
+
+    The channel is the importing key's, unless `keep_provenance`: then each line's own, as exported.
+    """
 
     user_id: str
     channel: str | None
@@ -182,8 +184,11 @@ class Importer:
 
 @dataclass
 class _Seen:
-    """An import that has met a deposit id already held (its own, from an earlier run; another
-    owner's): from then on each batch asks which of its ids are held before writing."""
+    """An import that has met a deposit id already held: from then on each batch asks first.
+
+    The id held is its own (from an earlier run) or another owner's; from then on each batch asks
+    which of its ids are held before writing.
+    """
 
     held: bool = False
 
@@ -261,8 +266,10 @@ def _mem0_lines(read: Callable[[int], bytes], limit: int | None) -> Iterator[fmt
 
 @dataclass
 class _Prepared:
-    """A batch read, parsed, validated and gated (no database asked): what its transaction writes,
-    and the lines that failed before it (unreadable, of another kind, unstorable, refused)."""
+    """A batch read, parsed, validated and gated (no database asked): what its transaction writes.
+
+    Also the lines that failed before it (unreadable, of another kind, unstorable, refused).
+    """
 
     by_kind: dict[str, list[fmt.Line]]
     deposits: list[_DepositLine]
@@ -329,10 +336,12 @@ def _sorted_by_kind(batch: list[fmt.Line], outcome: _Batch) -> dict[str, list[fm
 
 
 def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) -> None:
-    """Each batch written as the next is prepared: the body's reading, parsing and validation run
-    one batch ahead (a thread, a greenlet under the gevent worker: it only reads the body and
-    computes), and on PostgreSQL batches of deposits alone are written several at once
-    (`_Writers`)."""
+    """Each batch written as the next is prepared.
+
+    The body's reading, parsing and validation run one batch ahead (a thread, a greenlet under the
+    gevent worker: it only reads the body and computes), and on PostgreSQL batches of deposits alone
+    are written several at once (`_Writers`).
+    """
     with Ahead(_prepared(importer, lines)) as batches, _Writers(importer, result) as writers:
         for prepared in batches:
             result.lines = prepared.last_line
@@ -355,12 +364,14 @@ def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) ->
 
 
 class _Writers:
-    """Writers beside the import, each a thread (a greenlet under gevent) with a connection of
-    its own for the whole import, for batches that hold deposits alone: while they write some,
-    the import writes the next (each batch is its own transaction, so any may commit first; an
-    interrupted import still leaves whole batches). A batch of any other kind waits for them
-    (its lines name deposits of the batches before). Only on PostgreSQL, outside a caller's
-    transaction (a dry run, a test), and while each batch handed over is written."""
+    """Writers beside the import, for the batches that hold deposits alone.
+
+    Each is a thread (a greenlet under gevent) with a connection of its own for the whole import:
+    while they write some, the import writes the next (each batch is its own transaction, so any may
+    commit first; an interrupted import still leaves whole batches). A batch of any other kind waits
+    for them (its lines name deposits of the batches before). Only on PostgreSQL, outside a caller's
+    transaction (a dry run, a test), and while each batch handed over is written.
+    """
 
     def __init__(self, importer: Importer, result: ImportResult) -> None:
         self.importer = importer
@@ -381,8 +392,10 @@ class _Writers:
         )
 
     def take(self, prepared: _Prepared) -> bool:
-        """Hand `prepared` to a writer when it may be written beside and one is free; False
-        otherwise (the import writes it, beside the batches in hand if it may)."""
+        """Hand `prepared` to a writer when it may be written beside and one is free.
+
+        False otherwise (the import writes it, beside the batches in hand if it may).
+        """
         if not self.alone(prepared):
             return False
         with self.changed:
@@ -421,8 +434,11 @@ class _Writers:
         return failed
 
     def wait(self) -> None:
-        """Every batch handed over, written; one a writer could not write (no connection to be
-        had, say) is written by the import itself, which then writes alone."""
+        """Every batch handed over, written.
+
+        One a writer could not write (no connection to be had, say) is written by the import
+        itself, which then writes alone.
+        """
         failed = self._settled()
         if failed:
             self.enabled = False
@@ -448,8 +464,10 @@ class _Writers:
 def _flush(
     importer: Importer, prepared: _Prepared, result: ImportResult, lock: threading.Lock | None = None
 ) -> None:
-    """Write one batch in its own transaction, then count it (a batch that met a concurrent
-    writer of its rows is run again, and then finds them)."""
+    """Write one batch in its own transaction, then count it.
+
+    A batch that met a concurrent writer of its rows is run again, and then finds them.
+    """
     for attempt in range(ATTEMPTS):
         outcome = _Batch(counts={}, failed=list(prepared.outcome.failed))
         try:
@@ -494,8 +512,11 @@ def _write(importer: Importer, prepared: _Prepared, outcome: _Batch) -> None:
 
 
 class Ahead:
-    """The items of an iterator, made one ahead of their use in a thread of their own (under
-    gevent's patched threading, a greenlet); its error is raised where the item would be."""
+    """The items of an iterator, made one ahead of their use in a thread of their own.
+
+    Under gevent's patched threading the thread is a greenlet; its error is raised where the item
+    would be.
+    """
 
     _END = object()
 
@@ -556,9 +577,11 @@ def _other_kind(kind: str) -> AtlasoError:
 def _resolve(
     user_id: str, sources: Iterable[uuid.UUID], *, taken: set[uuid.UUID] | None = None
 ) -> dict[uuid.UUID, uuid.UUID]:
-    """The owner's deposit for each source id the file names: the deposit filed under another id
-    (ImportedRow), else the owner's deposit of that very id. Ids it has neither of are missing;
-    `taken` is told those another owner holds."""
+    """The owner's deposit for each source id the file names.
+
+    That is the deposit filed under another id (ImportedRow), else the owner's deposit of that very
+    id. Ids it has neither of are missing; `taken` is told those another owner holds.
+    """
     wanted = list(dict.fromkeys(sources))
     if not wanted:
         return {}
@@ -578,8 +601,10 @@ def _resolve(
 
 
 def _resolved_rows(user_id: str, wanted: list[uuid.UUID], moved: bool) -> list[tuple[Any, ...]]:
-    """(source, the owner of the deposit of that id, the id it was filed under) for each source:
-    two lookups by the batch's ids, each an index probe per id."""
+    """(source, the owner of the deposit of that id, the id it was filed under) for each source.
+
+    Two lookups by the batch's ids, each an index probe per id.
+    """
     targets: dict[str, str] = {}
     if moved:
         targets = dict(
@@ -598,9 +623,11 @@ def _resolved_rows(user_id: str, wanted: list[uuid.UUID], moved: bool) -> list[t
 
 
 def _rows(sql: str, params: list[Any], ids: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """A lookup by a batch's ids, `sql` holding `{ids}` where they go: one array parameter on
-    PostgreSQL (thousands of placeholders cost more to build and parse than the lookup itself),
-    a list on SQLite."""
+    """A lookup by a batch's ids, `sql` holding `{ids}` where they go.
+
+    One array parameter on PostgreSQL (thousands of placeholders cost more to build and parse than
+    the lookup itself), a list on SQLite.
+    """
     if connection.vendor == "postgresql":
         return import_batch.rows(sql.format(ids="= ANY(%s)"), [*params, list(ids)])
     marks = ", ".join(["%s"] * len(ids)) or "NULL"
@@ -771,8 +798,10 @@ def _deposit_rows(
 
 
 def _claim_keys(user_id: str, deposits: Sequence[_DepositLine], now: datetime) -> None:
-    """The deposits' idempotency keys, for the rest of their window (from the deposit's write),
-    so a client's retry after the move is a replay (one the owner holds already stays)."""
+    """The deposits' idempotency keys, for the rest of their window (from the deposit's write).
+
+    So a client's retry after the move is a replay (one the owner holds already stays).
+    """
     keyed = [d for d in deposits if d.key is not None and d.created_at > now - WINDOW]
     if not keyed:
         return
@@ -796,8 +825,10 @@ def _recount(user_id: str, bag_ids: Iterable[str], now: datetime) -> int:
 
 
 def _locked(user_id: str, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Deposit]:
-    """The owner's deposits of these ids, locked in id order (as a write locks what it
-    contradicts), with what the batch reads of them."""
+    """The owner's deposits of these ids, locked in id order, with what the batch reads of them.
+
+    The order is the one a write locks what it contradicts in.
+    """
     rows = (
         Deposit.objects.filter(user_id=user_id, id__in=list(set(ids)))
         .only("id", "bag_id", "retracted_at", "belief_key")

@@ -1,7 +1,9 @@
-"""What an import batch changes set-wise on PostgreSQL: the soft-retract markers it sets and the
-bags it counts again, each one statement for the whole batch (SQLite takes the services' row-at-a-
-time path, deposits.services.bag_counts.bags_recount, which the property tests hold these to),
-and its deposits' foreign key to their bags, checked once for the batch.
+"""What an import batch changes set-wise on PostgreSQL: retract markers, bag counts, bag keys.
+
+The soft-retract markers it sets and the bags it counts again, each one statement for the whole
+batch (SQLite takes the services' row-at-a-time path, deposits.services.bag_counts.bags_recount,
+which the property tests hold these to), and its deposits' foreign key to their bags, checked once
+for the batch.
 """
 
 from __future__ import annotations
@@ -73,8 +75,11 @@ def rows(sql: str, params: Sequence[object]) -> list[tuple]:
 
 
 def recount_bags(user_id: str, bag_ids: Sequence[str], now: datetime) -> int:
-    """Count the bags again from their deposits in one statement, their rows locked first in id
-    order (as bags_recount locks them); returns how many more live deposits they hold."""
+    """Count the bags again from their deposits in one statement, their rows locked first.
+
+    The rows are locked in id order (as bags_recount locks them); returns how many more live
+    deposits the bags hold.
+    """
     ids = sorted(set(bag_ids))
     if not ids:
         return 0
@@ -87,8 +92,10 @@ def recount_bags(user_id: str, bag_ids: Sequence[str], now: datetime) -> int:
 
 
 def retract_set(ids: Sequence[uuid.UUID], at: Sequence[datetime], reasons: Sequence[str]) -> None:
-    """Set the soft-retract marker of deposits not retracted yet (the one change the database
-    lets through after insert)."""
+    """Set the soft-retract marker of deposits not retracted yet.
+
+    It is the one change the database lets through after insert.
+    """
     _execute(RETRACT_SQL, [list(ids), list(at), list(reasons)])
 
 
@@ -104,10 +111,12 @@ _MISSING_BAGS_SQL = (
 
 
 def bag_keys_setwise() -> bool:
-    """Whether this connection may write deposits with their foreign key to their bag checked once
-    per batch (`copy_deposits`): its role may set `session_replication_role`, and every trigger
-    that fires on inserting into the tables the COPY writes fires in a `replica` session too
-    (deposits/0031), so that the foreign-key checks are all the setting leaves out."""
+    """Whether this connection may write deposits with their key to their bag checked once a batch.
+
+    As `copy_deposits` does: its role may set `session_replication_role`, and every trigger that
+    fires on inserting into the tables the COPY writes fires in a `replica` session too
+    (deposits/0031), so that the foreign-key checks are all the setting leaves out.
+    """
     connection.ensure_connection()
     with connection.cursor() as cursor:
         cursor.execute(
@@ -131,8 +140,9 @@ def bag_keys_setwise() -> bool:
 def copy_deposits(
     columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], bag_ids: Sequence[str]
 ) -> None:
-    """Insert an import batch's deposits, their foreign key to their bag checked once for the batch
-    instead of by a trigger per row (a fifth of the database's work per deposit).
+    """Insert an import batch's deposits, their foreign key to their bag checked once for the batch.
+
+    The one check replaces a trigger per row (a fifth of the database's work per deposit).
 
     The COPY runs as `replica`, which leaves out PostgreSQL's foreign-key triggers and nothing else
     (`bag_keys_setwise`), then the batch's bags are looked up: the batch has just written each of

@@ -1,6 +1,8 @@
-"""An import's deposits with their key to their bag checked once per batch (PostgreSQL): the same
-rows as the per-row check writes, a batch naming a bag that is not there refused, and the per-row
-check whenever a trigger would not fire for the batch's COPY (deposits.sql.import_batch)."""
+"""An import's deposits with their key to their bag checked once per batch (PostgreSQL).
+
+The same rows as the per-row check writes, a batch naming a bag that is not there refused, and the
+per-row check whenever a trigger would not fire for the batch's COPY (deposits.sql.import_batch).
+"""
 
 from __future__ import annotations
 
