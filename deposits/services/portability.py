@@ -47,6 +47,7 @@ from deposits.domain import portability as fmt
 from deposits.domain.bags import bag_id as compute_bag_id
 from deposits.domain.validation import DepositDraft, validate_deposit, validate_enum, validate_user_id
 from deposits.models import ConflictEpisode, Contradiction, Deposit, ImportedRow
+from deposits.services import embedding
 from deposits.services.bag_counts import (
     NewDeposits,
     bag_terms_refresh,
@@ -223,7 +224,12 @@ def owner_import(
     result = ImportResult(dry_run=dry_run)
     lines = _mem0_lines(read, limit) if format == "mem0" else _atlaso_lines(read, limit)
     if not dry_run:
-        _run(importer, lines, result)
+        try:
+            _run(importer, lines, result)
+        finally:
+            # What the committed batches wrote waits in the embedding backlog, as a write's does.
+            if result.written:
+                embedding.embedding_wanted()
         return result
     with transaction.atomic():
         _run(importer, lines, result)

@@ -217,6 +217,22 @@ def test_a_dry_run_reports_what_would_happen_and_writes_nothing(admin, alice):
     assert not BeliefRevision.objects.filter(user_id="erin").exists()
 
 
+def test_an_import_asks_for_an_embedding_run_once_it_has_written_and_a_dry_run_does_not(
+    admin, alice, local_embedder, monkeypatch
+):
+    from deposits.services import embedding
+
+    asked: list[bool] = []
+    monkeypatch.setattr(embedding, "_trigger", lambda: asked.append(True))
+    monkeypatch.setattr(embedding, "_wanted_at", -1e9)
+    _, body, _ = admin.export("alice")
+    admin.import_("frank", body, "?dry_run=true")
+    assert asked == []
+    status, result = admin.import_("frank", body)
+    assert status == 200 and result["deposits"]["committed"] == 3
+    assert asked == [True]
+
+
 def test_the_gate_judges_every_line_and_abort_stops_at_the_first_it_refuses(admin):
     broad_positive = {
         "kind": "deposit",
