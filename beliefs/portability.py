@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from itertools import batched
 from typing import Any
 
 from django.db import connection, transaction
@@ -41,17 +42,6 @@ _REVISION_COLUMNS = (
 )  # fmt: skip
 
 
-def _chunks(rows: Iterator[Any]) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _revisions(user_id: str, *, include_withdrawn: bool) -> Any:
     revisions = BeliefRevision.objects.filter(user_id=user_id)
     if not include_withdrawn:
@@ -81,7 +71,7 @@ def observation_lines(user_id: str, *, include_withdrawn: bool, now: datetime) -
         .values_list(*_REVISION_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )
-    for chunk in _chunks(rows):
+    for chunk in batched(rows, CHUNK):
         keys = {
             revision: (key, payload_hash)
             for revision, key, payload_hash in ObservationKey.objects.filter(

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import batched
 from typing import Any
 
 from django.db import connection, transaction
@@ -76,17 +77,6 @@ def export_counts(user_id: str, *, include_retracted: bool = True) -> ExportCoun
     )
 
 
-def _chunks(rows: Iterable[Any]) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _deposit_lines(user_id: str, include_retracted: bool, now: datetime) -> Iterator[dict[str, Any]]:
     # Bag by bag, as the owner's bag index holds them (so no sort of the owner's deposits):
     # an importer then writes each bag's row once for all of its deposits, not once per
@@ -97,7 +87,7 @@ def _deposit_lines(user_id: str, include_retracted: bool, now: datetime) -> Iter
         .values_list(*_DEPOSIT_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )
-    for chunk in _chunks(rows):
+    for chunk in batched(rows, CHUNK):
         ids = [row[0] for row in chunk]
         contradicts: dict[Any, list[str]] = {}
         for new, old in (
@@ -155,7 +145,7 @@ def _retraction_lines(user_id: str) -> Iterator[dict[str, Any]]:
         .values_list("id", "retracted_reason", "retracted_at")
         .iterator(chunk_size=CHUNK)
     )
-    for chunk in _chunks(rows):
+    for chunk in batched(rows, CHUNK):
         # Who undid a resolution is on record; any other retraction names no one.
         undone = dict(
             Resolution.objects.filter(
