@@ -18,6 +18,7 @@ from pathlib import Path
 
 from deposits.local_engine import (
     CFLAGS,
+    LDFLAGS,
     PATCH,
     PATCHED_VERSION,
     engine_file,
@@ -53,7 +54,10 @@ def build() -> Path:
         subprocess.run(["patch", "-p1", "--quiet", "--forward", "-i", str(PATCH)], cwd=work, check=True)
         built = Path(work) / "engine.so"
         compiler = os.environ.get("CC", "cc")
-        subprocess.run([compiler, *CFLAGS, "-o", str(built), "e5.c", "-lm"], cwd=work, check=True)
+        subprocess.run([compiler, "-c", *CFLAGS, "-o", "e5.o", "e5.c"], cwd=work, check=True)
+        # Linked without -ffast-math: with it, gcc links crtfastmath.o, whose constructor sets the
+        # CPU to flush subnormal floats to zero for the whole process that loads the engine.
+        subprocess.run([compiler, *LDFLAGS, "-o", str(built), "e5.o", "-lm"], cwd=work, check=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(built, target)
     return target

