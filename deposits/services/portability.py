@@ -77,8 +77,8 @@ MAX_CHANNEL = 64
 # A batch that met a concurrent writer of the same rows (the other import of the same file, a
 # deadlock with a write) is run again: it then finds those rows as duplicates.
 ATTEMPTS = 3
-# Batches of deposits alone written at once, each on a connection of its own (the import's and
-# WRITERS - 1 beside it): see BENCHMARKS.md, "Moving a memory".
+# Batches of deposits alone written at once, each by a writer on a connection of its own beside
+# the import's: see BENCHMARKS.md, "Moving a memory".
 WRITERS = 3
 DEADLOCK, SERIALIZATION = "40P01", "40001"
 
@@ -372,17 +372,20 @@ def _run(importer: Importer, lines: Iterator[fmt.Line], result: ImportResult) ->
 class _Writers:
     """Writers beside the import, for the batches that hold deposits alone.
 
-    Each is a thread (a greenlet under gevent) with a connection of its own for the whole import:
-    while they write some, the import writes the next (each batch is its own transaction, so any may
-    commit first; an interrupted import still leaves whole batches). A batch of any other kind waits
-    for them (its lines name deposits of the batches before). Only on PostgreSQL, outside a caller's
-    transaction (a dry run, a test), and while each batch handed over is written.
+    Each is a thread (a greenlet under gevent) with a connection of its own for the whole import.
+    The import hands each such batch to the first writer free, waiting for one when all are busy,
+    and never writes one itself: it would stop handing batches over until its own committed, and
+    the body's reading ahead with it (each batch is its own transaction, so any may commit first;
+    an interrupted import still leaves whole batches). A batch of any other kind waits for them
+    (its lines name deposits of the batches before) and is written by the import. Only on
+    PostgreSQL, outside a caller's transaction (a dry run, a test), and while each batch handed
+    over is written.
     """
 
     def __init__(self, importer: Importer, result: ImportResult) -> None:
         self.importer = importer
         self.result = result
-        self.count = count = WRITERS - 1
+        self.count = count = WRITERS
         self.enabled = connection.vendor == "postgresql" and not connection.in_atomic_block and count > 0
         self.lock = threading.Lock()
         self.changed = threading.Condition()
@@ -398,14 +401,16 @@ class _Writers:
         )
 
     def take(self, prepared: _Prepared) -> bool:
-        """Hand `prepared` to a writer when it may be written beside and one is free.
+        """Hand `prepared` to the first writer free (waiting for one) when it may be written beside.
 
-        False otherwise (the import writes it, beside the batches in hand if it may).
+        False when it may not, or a writer has failed (the import writes it then, alone).
         """
         if not self.alone(prepared):
             return False
         with self.changed:
-            if self.busy >= self.count or self.failed:
+            while self.busy >= self.count and not self.failed:
+                self.changed.wait()
+            if self.failed:
                 return False
             self.busy += 1
         if len(self.threads) < self.busy:

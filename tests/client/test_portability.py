@@ -456,7 +456,7 @@ def test_a_200_mb_import_and_its_export_stream_through_the_web_worker_in_flat_me
         f"({200_000 / export_seconds:,.0f} deposits/s): grew at most {exporting.grown:.1f} MiB"
     )
     # Flat: never the body or the answer, only what is in flight: for the import, a batch (at
-    # most 4 MiB of lines) being read ahead, one waiting, two being written, with their objects;
+    # most 4 MiB of lines) being read ahead, one waiting, three being written, with their objects;
     # for the export, a chunk of rows and a 64 kB piece. The body is 243 MB.
     assert importing.grown < 128, importing.grown
     assert exporting.grown < 32, exporting.grown

@@ -97,3 +97,28 @@ def test_a_mem0_memory_is_an_open_anecdotal_claim_its_metadata_tags_its_id_kept(
     assert [len(fmt.mem0_memories(doc)) for doc in ({"results": [memory]}, [memory])] == [1, 1]
     with pytest.raises(fmt.LineError, match="get_all"):
         fmt.mem0_memories({"memories": []})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"kind": "deposit", "content": "caf\\u00e9 \xe2\x98\x95", "n": 1.0000000000000002}',
+        b'{"kind": "deposit", "a": 1, "a": 2}',
+        # What orjson reads otherwise, or not at all: json's reading (or refusal) is the line's.
+        b'{"kind": "deposit", "content": "\\ud800"}',
+        b'{"kind": "deposit", "n": NaN, "m": 1e400}',
+        b'{"kind": "deposit", "n": 123456789012345678901234567890}',
+        b'{"kind": "deposit", "n": -9223372036854775809}',
+        b'{"kind": "deposit", "n": 18446744073709551615}',
+        b'{"kind": "deposit"',
+        b"\xff\xfe{}",
+    ],
+)
+def test_a_line_reads_as_pythons_json_reads_it(raw):
+    def reading(loads):
+        try:
+            return repr(loads(raw))
+        except ValueError as error:
+            return f"{type(error).__name__}: {error}"
+
+    assert reading(fmt.loads) == reading(json.loads)
