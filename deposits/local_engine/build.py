@@ -48,18 +48,20 @@ def build() -> Path:
     assert spec is not None and spec.origin is not None
     source = Path(spec.origin).parent
     target = engine_file(PATCHED_VERSION)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Linked beside its target and renamed over it, so a process never loads half a library
+    # (a rename from the temporary directory could cross filesystems, where /tmp is its own).
+    built = target.with_name(f".{target.name}.{os.getpid()}")
     with tempfile.TemporaryDirectory(prefix="atlaso-e5-") as work:
         for name in ("e5.c", "e5.h"):
             shutil.copy(source / name, work)
         subprocess.run(["patch", "-p1", "--quiet", "--forward", "-i", str(PATCH)], cwd=work, check=True)
-        built = Path(work) / "engine.so"
         compiler = os.environ.get("CC", "cc")
         subprocess.run([compiler, "-c", *CFLAGS, "-o", "e5.o", "e5.c"], cwd=work, check=True)
         # Linked without -ffast-math: with it, gcc links crtfastmath.o, whose constructor sets the
         # CPU to flush subnormal floats to zero for the whole process that loads the engine.
         subprocess.run([compiler, *LDFLAGS, "-o", str(built), "e5.o", "-lm"], cwd=work, check=True)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(built, target)
+    os.replace(built, target)
     return target
 
 
