@@ -383,7 +383,9 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 else:
-    CELERY_BROKER_URL = "filesystem://"
+    # The host names nothing here, but without one kombu warns "No hostname was supplied" on
+    # every connection it opens.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     _queue_dir = VAR_DIR / "celery-queue"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
