@@ -47,6 +47,7 @@ $(ENGINE): $(VENV)/.installed $(wildcard deposits/local_engine/*.patch deposits/
 	@touch $@
 
 setup: $(ENGINE) $(KEY_FILE)
+	@$(PY) manage.py ensure_database
 	@$(PY) manage.py migrate --no-input -v 0
 
 ifdef KEY_FILE
