@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import psycopg
@@ -38,6 +39,7 @@ from deposits.api import router as deposits_router
 from deposits.api_portability import router as portability_router
 from deposits.api_recall import recall_deposits
 from deposits.api_recall import router as recall_router
+from deposits.domain.meaning import MODE_MEANINGS
 from deposits.domain.types import ENUMS
 from deposits.domain.validation import enum_message
 from diagnostics.api import router as diagnostics_router
@@ -53,6 +55,9 @@ PER_ITEM_BODIES = {add_deposits_bulk.__name__: "items"}
 # The operations that write deposits, by URL name: their answers are counted by outcome.
 SINGLE_WRITES = frozenset({add_deposit.__name__, contradict.__name__})
 BULK_WRITES = frozenset({add_deposits_bulk.__name__})
+# Every enum a request can carry: ENUMS by field name, and recall's `mode`, whose name a
+# retraction's shares.
+ENUM_TABLES = (*ENUMS.values(), MODE_MEANINGS)
 # Recall's URL name: its time is measured apart, by ranking mode.
 RECALL = recall_deposits.__name__
 
@@ -187,13 +192,27 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+def _enum_meanings(leaf: str, error: dict[str, Any]) -> dict[str, str] | None:
+    """The enum a refused value was checked against, with its meanings, or None for another Literal.
+
+    Told by the values the check expected rather than by the field's name alone, which two enums
+    share (`mode`: a retraction's and recall's).
+    """
+    expected = set(re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", ""))))
+    known = next((table for table in ENUM_TABLES if set(table) == expected), None)
+    return known if known is not None else ENUMS.get(leaf)
+
+
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     first = exc.errors[0] if exc.errors else {"loc": (), "msg": "invalid request"}
     field = _field(first.get("loc", ()))
     leaf = field.rsplit(".", 1)[-1]
-    if leaf in ENUMS and first.get("type") in {"literal_error", "enum"}:
-        error = AtlasoError(VALIDATION_ERROR, enum_message(leaf), field=field, allowed=list(ENUMS[leaf]))
+    meanings = _enum_meanings(leaf, first) if first.get("type") in {"literal_error", "enum"} else None
+    if meanings is not None:
+        error = AtlasoError(
+            VALIDATION_ERROR, enum_message(leaf, meanings), field=field, allowed=list(meanings)
+        )
     elif first.get("type") == "missing":
         error = AtlasoError(VALIDATION_ERROR, f"{field} is required", field=field)
     elif first.get("type") == "extra_forbidden":

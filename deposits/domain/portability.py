@@ -54,6 +54,9 @@ class Line:
     # The line spells a character as an escape (\uXXXX): only then can a string of it hold NUL
     # or a lone surrogate (JSON text has neither raw), so only then is it asked.
     escaped: bool = True
+    # The kind an unreadable line was meant as, where its source says (a mem0 memory is a
+    # deposit): it is counted as that kind's failure.
+    kind: str | None = None
 
 
 Read = Callable[[int], bytes]
@@ -338,4 +341,4 @@ def mem0_lines(memories: Iterable[Any], *, now: datetime) -> Iterator[Line]:
         try:
             yield Line(number, mem0_line(memory, now=now), 0)
         except LineError as error:
-            yield Line(number, None, 0, str(error))
+            yield Line(number, None, 0, str(error), kind="deposit")

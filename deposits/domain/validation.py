@@ -88,9 +88,13 @@ class DepositDraft:
         return bool(self.artifact_refs) or self.scope.env is not None or self.scope.version is not None
 
 
-def enum_message(field: str) -> str:
-    """The pedagogical message for a bad enum value: every allowed value with its meaning."""
-    meanings = ENUMS[field]
+def enum_message(field: str, meanings: dict[str, str] | None = None) -> str:
+    """The pedagogical message for a bad enum value: every allowed value with its meaning.
+
+    `meanings` for a field whose name two enums share (`mode`: a retraction's, recall's); else
+    the field's own enum.
+    """
+    meanings = ENUMS[field] if meanings is None else meanings
     width = max(len(value) for value in meanings) + 2
     lines = [f"{field} must be one of:"]
     lines += [f"  {f'"{value}"':<{width}} — {meaning}" for value, meaning in meanings.items()]

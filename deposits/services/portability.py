@@ -249,6 +249,9 @@ def _atlaso_lines(read: Callable[[int], bytes], limit: int | None) -> Iterator[f
     problem = fmt.parse_header(first.data, first.error)
     if problem is not None:
         field_name = "version" if first.data and first.data.get("kind") == fmt.FORMAT else "body"
+        if first.data is None:
+            # Not a line of any export: most often a mem0 export sent without its format.
+            problem += ". A mem0 export (one JSON document of memories) is imported with format=mem0"
         raise invalid(field_name, problem)
     return lines
 
@@ -327,7 +330,7 @@ def _sorted_by_kind(batch: list[fmt.Line], outcome: _Batch) -> dict[str, list[fm
     by_kind: dict[str, list[fmt.Line]] = {kind: [] for kind in fmt.KINDS}
     for line in batch:
         if line.data is None:
-            outcome.fail(line.number, invalid("line", line.error or "unreadable line"), None)
+            outcome.fail(line.number, invalid("line", line.error or "unreadable line"), line.kind)
             continue
         kind = line.data["kind"]
         if kind not in by_kind:

@@ -81,6 +81,13 @@ def test_a_bad_retract_mode_lists_the_modes(api):
     assert (error["field"], error["allowed"]) == ("mode", ["soft", "hard"])
 
 
+def test_a_bad_recall_mode_lists_recalls_modes_not_a_retractions(api):
+    error = error_of(api.get("/users/alice/recall?q=milk&mode=semantic"), 422, "validation_error")
+    assert (error["field"], error["allowed"]) == ("mode", ["words", "meaning", "hybrid"])
+    assert error["message"].startswith("mode must be one of:\n")
+    assert '"meaning"' in error["message"] and "soft" not in error["message"]
+
+
 def test_a_gate_rejection_carries_its_gate_reason(api):
     error = error_of(
         api.post("/users/alice/deposits", {"content": "x", "polarity": "cautionary"}), 422, "gate_rejected"

@@ -197,6 +197,14 @@ def test_a_body_this_format_cannot_read_is_refused_whole_and_writes_nothing(admi
     assert not Deposit.objects.filter(user_id="carol").exists()
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["one line", "pretty-printed"])
+def test_a_mem0_export_sent_as_ours_is_told_to_say_its_format(admin, indent):
+    body = json.dumps({"results": [{"id": "m-1", "memory": "Prefers tea"}]}, indent=indent).encode()
+    status, result = admin.import_("carol", body)
+    assert status == 422 and "imported with format=mem0" in result["error"]["message"], result
+    assert admin.import_("carol", body, "?format=mem0")[1]["deposits"]["committed"] == 1
+
+
 def test_gzip_is_read_by_its_first_bytes_whatever_the_content_type(admin, alice):
     _, body, _ = admin.export("alice", HTTP_ACCEPT_ENCODING="gzip")
     status, result = admin.import_("dave", body)
@@ -305,6 +313,21 @@ def test_a_mem0_export_arrives_as_open_anecdotal_claims_with_its_metadata_and_id
     assert admin.import_("alex-2", bare, "?format=mem0")[1]["deposits"]["committed"] == 1
     refused = admin.import_("alex-3", b'{"memories": []}', "?format=mem0")
     assert refused[0] == 422 and "get_all" in refused[1]["error"]["message"]
+
+
+def test_a_mem0_memory_that_cannot_be_read_is_a_failed_deposit(admin):
+    memories = [
+        {"id": "m-1", "memory": "Prefers tea", "created_at": "2025-01-02T03:04:05Z"},
+        "not a memory",
+        {"id": "m-3"},
+        [],
+        {"memory": "no id"},
+    ]
+    status, result = admin.import_("alexa", json.dumps(memories).encode(), "?format=mem0")
+    # Every memory is a deposit: the four it cannot read are the deposits' failures, as listed.
+    assert status == 200 and result["deposits"] == {"committed": 1, "duplicates": 0, "failed": 4}, result
+    assert [entry["line"] for entry in result["failed_lines"]] == [2, 3, 4, 5]
+    assert result["is_partial"] is True
 
 
 def test_import_answers_are_declared_in_the_schema(admin):
