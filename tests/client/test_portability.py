@@ -174,7 +174,7 @@ def test_the_cli_exports_imports_and_forgets(served, admin_key, mover, tmp_path,
     assert code == 0, err
     assert (
         err
-        == f"exported {owner} to {tmp_path / 'm.jsonl'}: 4 deposits, 1 edges, 1 retractions, 1 observations, 0 outcomes\n"
+        == f"exported {owner} to {tmp_path / 'm.jsonl'}: 4 deposits, 1 edge, 1 retraction, 1 observation, 0 outcomes\n"
     )
     code, out, err = atlaso("import", copy, str(tmp_path / "m.jsonl"), "--dry-run")
     assert (
@@ -186,8 +186,52 @@ def test_the_cli_exports_imports_and_forgets(served, admin_key, mover, tmp_path,
     code, out, err = atlaso("forget", copy)
     assert code == 2 and "--yes" in err
     code, out, err = atlaso("forget", copy, "--yes")
-    assert code == 0 and out.startswith(f"forgot {copy}: 4 deposits, 1 edges")
+    assert code == 0 and out.startswith(f"forgot {copy}: 4 deposits, 1 edge, 1 observation")
     assert _counts(mover, copy) == (0, 0)
+
+
+def test_the_cli_says_every_failed_line_and_exits_1_for_any(served, admin_key, mover, tmp_path, monkeypatch):
+    """Lines of no kind are in no kind's count; the CLI still counts them, and fails for them."""
+    owner = f"cli-bad-{uuid.uuid4().hex[:8]}"
+    _memory_of(mover, owner)
+    monkeypatch.setenv("ATLASO_BASE_URL", served.url)
+    monkeypatch.setenv("ATLASO_API_KEY", admin_key)
+    assert atlaso("export", owner, "-o", str(tmp_path / "m.jsonl"))[0] == 0
+    lines = (tmp_path / "m.jsonl").read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # a deposit line cut in half
+    lines.append('{"kind": "bogus"}')
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+
+    code, out, err = atlaso("import", f"{owner}-copy", str(tmp_path / "bad.jsonl"))
+
+    assert code == 1, (out, err)
+    assert re.search(r"other lines\s+2 failed", out), out
+    assert "line 3: validation_error: the line is not JSON" in err
+    assert "'bogus' is not a kind of line" in err
+    code, out, _ = atlaso("import", f"{owner}-copy", str(tmp_path / "bad.jsonl"), "--json")
+    assert code == 1 and len(json.loads(out)["failed_lines"]) == 2
+
+
+def test_the_cli_names_a_missing_file_or_folder_and_takes_no_abbreviation(
+    served, admin_key, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ATLASO_BASE_URL", served.url)
+    monkeypatch.setenv("ATLASO_API_KEY", admin_key)
+    missing = tmp_path / "nowhere.jsonl"
+    assert atlaso("import", "cli-none", str(missing)) == (
+        1,
+        "",
+        f"atlaso import: No such file or directory: {missing}\n",
+    )
+    into = tmp_path / "no-folder" / "x.jsonl"
+    assert atlaso("export", "cli-none", "-o", str(into)) == (
+        1,
+        "",
+        f"atlaso export: No such file or directory: {into}\n",
+    )
+    with pytest.raises(SystemExit) as usage:
+        atlaso("forget", "cli-none", "--y")  # not taken for --yes
+    assert usage.value.code == 2
 
 
 def test_the_cli_import_shows_a_progress_bar_on_a_terminal(served, admin_key, tmp_path):

@@ -55,13 +55,25 @@ def _scope(args: argparse.Namespace, *, note: bool = False) -> Scope | None:
     return Scope(**values) if any(v is not None for v in values.values()) else None
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated options: `--y` is not `--yes` to `forget`, nor `--dry` `--dry-run`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="atlaso",
         description="Atlaso's client: typed memory for AI agents. Reads ATLASO_BASE_URL and ATLASO_API_KEY.",
     )
     parser.add_argument("--version", action="version", version=f"atlaso {VERSION}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        parser_class=_Parser,
+    )
 
     commands.add_parser("doctor", help="check the server, the key and what the key may do")
 
@@ -248,7 +260,10 @@ def _health(user: UserHandle, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{value:,} {name}" for name, value in counts.items())
+    """`4 deposits, 1 edge, 0 outcomes`: each kind (named in the plural) counted."""
+    return ", ".join(
+        f"{value:,} {name.removesuffix('s') if value == 1 else name}" for name, value in counts.items()
+    )
 
 
 def _export(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -276,9 +291,12 @@ def _import(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO
             args.file, format=args.format, dry_run=args.dry_run, on_gate_reject=args.on_gate_reject,
             progress=report,
         )  # fmt: skip
+    # A line of no kind (not JSON, cut short, of a kind this format lacks) is in no kind's
+    # count, only in failed_lines (the first 100): so many failed at least.
+    failed = max(result.failed, len(result.failed_lines))
     if args.json:
         _print_json(result.to_dict(), out)
-        return 0 if not result.failed else 1
+        return 0 if not failed else 1
     seconds = time.perf_counter() - started
     verb = "would import" if result.dry_run else "imported"
     out.write(f"{verb} into {user.user_id} in {seconds:.1f} s ({result.lines:,} lines):\n")
@@ -287,11 +305,19 @@ def _import(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO
         out.write(
             f"  {kind:<13} {counts.committed:>9,} new · {counts.duplicates:,} already there · {counts.failed:,} failed\n"
         )
-    for failed in result.failed_lines[:10]:
-        err.write(f"line {failed.line}: {failed.code}: {failed.message}\n")
-    if result.failed > 10:
-        err.write(f"… {result.failed - 10:,} more failed lines (--json lists the first 100)\n")
-    return 0 if not result.failed else 1
+    if failed > result.failed:
+        out.write(f"  {'other lines':<13} {failed - result.failed:>9,} failed: unreadable, or of no kind\n")
+    for line in result.failed_lines[:10]:
+        err.write(f"line {line.line}: {line.code}: {line.message}\n")
+    if failed > 10:
+        err.write(f"… {failed - 10:,} more failed lines (--json lists the first 100)\n")
+    refused = next((line for line in result.failed_lines if line.code == "gate_rejected"), None)
+    if args.on_gate_reject == "abort" and refused is not None:
+        err.write(
+            f"stopped at line {refused.line} (--on-gate-reject abort): the lines before it "
+            f"{'would be' if result.dry_run else 'were'} imported, the lines after it were not read\n"
+        )
+    return 0 if not failed else 1
 
 
 def _forget(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -305,10 +331,12 @@ def _forget(user: UserHandle, args: argparse.Namespace, out: TextIO, err: TextIO
     if args.json:
         _print_json(result.to_dict(), out)
     else:
+        gone = {"deposits": result.deposits, "edges": result.edges, "observations": result.observations,
+                "beliefs": result.beliefs}  # fmt: skip
+        keys = f"{result.keys_tombstoned:,} idempotency key{'' if result.keys_tombstoned == 1 else 's'}"
         out.write(
-            f"forgot {result.user_id}: {result.deposits:,} deposits, {result.edges:,} edges, "
-            f"{result.observations:,} observations, {result.beliefs:,} beliefs; "
-            f"{result.keys_tombstoned:,} idempotency keys now answer 410 erased for the rest of their 24 h\n"
+            f"forgot {result.user_id}: {_counts(gone)}; "
+            f"{keys} now answer 410 erased for the rest of their 24 h\n"
         )
     return 0
 
@@ -357,6 +385,8 @@ def _mcp(args: argparse.Namespace, err: TextIO) -> int:
 def _refused(command: str, error: AtlasoError, err: TextIO) -> int:
     """Say on stderr what went wrong (and the gate's reason, when the message lacks it)."""
     err.write(f"atlaso {command}: {error}\n")
+    if isinstance(error, AuthenticationError):
+        err.write("set ATLASO_API_KEY to a key this server knows; `atlaso doctor` checks it\n")
     reason = getattr(error, "gate_reason", None)
     if reason and reason not in str(error):
         err.write(f"gate: {reason}\n")
@@ -378,3 +408,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
             return _OWNER_COMMANDS[args.command](memory.for_user(args.user), args, out)
     except AtlasoError as error:
         return _refused(args.command, error, err)
+    except OSError as error:
+        # A file to import that is not there, a folder to export into that is not: one line.
+        name = str(error.filename or "").removesuffix(".part")
+        err.write(f"atlaso {args.command}: {error.strerror or error}: {name}\n")
+        return 1
