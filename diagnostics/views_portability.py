@@ -44,13 +44,24 @@ def owner_forget_page(request: HttpRequest, user_id: str) -> HttpResponse:
     if request.method == "POST":
         if typed.strip() == user_id:
             result = owner_forget(user_id=user_id)
+            keys = result.keys_tombstoned
             pages.flash(
                 request,
-                f"Forgot {user_id}: {result.deposits:,} deposits, {result.edges:,} edges, "
-                f"{result.observations:,} observations and {result.beliefs:,} beliefs deleted; "
-                f"{result.keys_tombstoned:,} idempotency keys now answer 410 erased for the rest of their 24 hours.",
+                f"Forgot {user_id}: {_counted(result.deposits, 'deposit')}, {_counted(result.edges, 'edge')}, "
+                f"{_counted(result.observations, 'observation')} and {_counted(result.beliefs, 'belief')} "
+                "deleted, with its bags, snapshots, logged recalls and everything else derived from them"
+                + (
+                    f"; {_counted(keys, 'idempotency key')} now answer{'s' if keys == 1 else ''} 410 erased "
+                    "for the rest of their 24 hours."
+                    if keys
+                    else "."
+                ),
             )
             return redirect("diagnostics:owners")
         problem = "The id typed is not this owner's: nothing was forgotten. Type it exactly as shown."
     context = {"user_id": user_id, "preview": preview, "typed": typed, "problem": problem}
     return render(request, "diagnostics/forget.html", context, status=422 if problem else 200)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -42,6 +42,14 @@ def test_percent():
     assert percent(0.734) == "73%"
     assert percent(0.734, 1) == "73.4%"
     assert percent(1) == "100%"
+    assert percent(0) == "0%"
+    # Not certain never reads as certain: a digit more, then a bound.
+    assert percent(0.996) == "99.6%"
+    assert percent(0.9999) == "> 99.9%"
+    assert percent(0.001) == "0.1%"
+    assert percent(0.00001) == "< 0.1%"
+    assert percent(0.9996, 1) == "99.96%"
+    assert percent(0.99996, 1) == "> 99.99%"
     assert percent(None) == "—"
     assert render("{{ share|percent:1 }}", share=0.5) == "50.0%"
 

@@ -33,7 +33,7 @@ from atlaso_site.lib.user_ids import USER_ID_RULE, is_user_id
 type View = Callable[..., HttpResponse]
 
 #: What an owner's page says when nothing was ever deposited for the id it names.
-NO_OWNER = "No memory owner has this id: nothing was ever deposited for it."
+NO_OWNER = "No memory owner has this id: nothing is stored for it (never deposited, or forgotten)."
 #: How long the 503 page asks a client to wait before it asks again, as the API's 503 does.
 RETRY_AFTER_SECONDS = 5
 #: A lost or refused database connection, whichever layer raises it: Django's wrappers, or the

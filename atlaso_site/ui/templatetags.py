@@ -50,10 +50,20 @@ def waited(since: datetime | None, now: datetime | None = None) -> str:
 
 @register.filter
 def percent(share: float | None, digits: int = 0) -> str:
-    """0.734 → "73%" (`|percent:1` → "73.4%"); nothing → "—"."""
+    """0.734 → "73%" (`|percent:1` → "73.4%"); nothing → "—".
+
+    A share short of all or above none never reads as 100% or 0%: 0.996 is "99.6%" (a digit
+    more), 0.9999 "> 99.9%", as a probability that is not certain must not look certain.
+    """
     if share is None or share == "":
         return "—"
-    return f"{float(share) * 100:.{int(digits)}f}%"
+    value = float(share) * 100
+    for places in (int(digits), int(digits) + 1):
+        shown = f"{value:.{places}f}"
+        if 0 < value < 100 and float(shown) in (0.0, 100.0):
+            continue
+        return f"{shown}%"
+    return f"> {100 - 10**-places:.{places}f}%" if value > 50 else f"< {10**-places:.{places}f}%"
 
 
 @register.filter

@@ -225,6 +225,7 @@ def test_revisions_are_numbered_in_sequence_within_the_belief(reviewer):
     html = reviewer.get(PAGE).content.decode()
     log = html.split('<section id="revisions"', 1)[1]
     numbers = [
-        int(n) for n in re.findall(r'<td class="num muted" title="revision \d+ of the store">(\d+)</td>', log)
+        int(n)
+        for n in re.findall(r'<td[^>]* class="num muted" title="revision \d+ of the store">(\d+)</td>', log)
     ]
     assert numbers == [1, 2]

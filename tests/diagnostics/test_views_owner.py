@@ -159,7 +159,7 @@ def test_a_bag_of_open_notes_says_it_holds_no_directional_claims_not_0_percent_o
     for i in range(8):
         put("open", f"ask alice about her week ({i})", user="alice")
     owner = reviewer.get("/owners/alice/").content.decode()
-    (row,) = re.findall(r"<tr[^>]*>\s*<td class=\"scope\">.*?</tr>", owner, re.S)
+    (row,) = re.findall(r"<tr[^>]*>\s*<td class=\"scope[^\"]*\">.*?</tr>", owner, re.S)
     assert re.search(r'no <a class="term" href="/help/#directional">directional</a> claims', row)
     assert ">0%<" not in row and "badge thin" not in row
     bag = reviewer.get(bag_rows(owner)[0]).content.decode()

@@ -60,7 +60,7 @@ def test_forgetting_asks_for_the_id_typed_again_and_names_what_goes(alice):
     assert Deposit.objects.filter(user_id="alice").count() == 6
     done = operator.post("/owners/alice/forget/", {"confirm": "alice"}, follow=True)
     assert done.redirect_chain == [("/owners/", 302)]
-    assert "Forgot alice: 6 deposits, 0 edges, 1 observations and 1 beliefs deleted" in done.content.decode()
+    assert "Forgot alice: 6 deposits, 0 edges, 1 observation and 1 belief deleted" in done.content.decode()
     assert not ScopeBag.objects.filter(user_id="alice").exists()
     assert operator.get("/owners/alice/").status_code == 404
     assert operator.get("/owners/alice/forget/").status_code == 404
