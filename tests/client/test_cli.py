@@ -53,6 +53,18 @@ def test_doctor_fails_on_a_refused_key(client_env: ServedAtlaso, monkeypatch):
     assert err == "atlaso doctor: the key is unknown or revoked; make a new one\n"
 
 
+def test_a_refused_key_or_a_missing_permission_says_where_to_look(client_env: ServedAtlaso, monkeypatch):
+    code, _, err = atlaso("forget", "cli-nobody", "--yes")  # client-rw may read and write, not erase
+    assert code == 1
+    assert err.startswith("atlaso forget: this API key lacks the 'erase' permission\n")
+    assert "`atlaso doctor` lists what this key may do" in err and "--perm erase" in err
+    monkeypatch.setenv("ATLASO_API_KEY", "atl_revoked_or_never_made")
+    code, _, err = atlaso("recall", "cli-nobody", "tea")
+    assert code == 1 and err.endswith(
+        "set ATLASO_API_KEY to a key this server knows; `atlaso doctor` checks it\n"
+    )
+
+
 def test_doctor_fails_when_nothing_answers(monkeypatch):
     monkeypatch.setenv("ATLASO_BASE_URL", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("ATLASO_API_KEY", "atl_any")

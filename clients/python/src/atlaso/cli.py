@@ -28,6 +28,7 @@ from atlaso._errors import (
     AtlasoError,
     AuthenticationError,
     ConnectError,
+    PermissionDeniedError,
     RequestTimeoutError,
 )
 from atlaso._operations import IMPORT_FORMATS
@@ -387,6 +388,11 @@ def _refused(command: str, error: AtlasoError, err: TextIO) -> int:
     err.write(f"atlaso {command}: {error}\n")
     if isinstance(error, AuthenticationError):
         err.write("set ATLASO_API_KEY to a key this server knows; `atlaso doctor` checks it\n")
+    elif isinstance(error, PermissionDeniedError) and "permission" in str(error):
+        err.write(
+            "`atlaso doctor` lists what this key may do; an operator makes a key with more "
+            "(`manage.py create_api_key … --perm read --perm write --perm erase`, or the Provenance page)\n"
+        )
     reason = getattr(error, "gate_reason", None)
     if reason and reason not in str(error):
         err.write(f"gate: {reason}\n")
