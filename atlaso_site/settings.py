@@ -387,6 +387,10 @@ else:
     # every connection it opens.
     CELERY_BROKER_URL = "filesystem://localhost/"
     _queue_dir = VAR_DIR / "celery-queue"
+    # Made here, so that the first process to send a task finds them: on a fresh machine that is
+    # `make run`'s demo data, before any worker has started.
+    for _folder in (_queue_dir, VAR_DIR / "celery-processed", VAR_DIR / "celery-control"):
+        _folder.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),

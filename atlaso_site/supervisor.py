@@ -37,9 +37,7 @@ LIMIT_REQUEST_LINE = 8190
 
 def commands(host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    for folder in ("celery-queue", "celery-processed"):
-        (VAR_DIR / folder).mkdir(exist_ok=True)
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the broker's folders, when it is one, settings make
     # --quiet: no banner (a page of ASCII art, the configuration and the task list on every
     # start, printed, not logged); the log lines, warnings and errors are as INFO has them, so
     # with JSON logs every line out is a JSON object.
