@@ -79,6 +79,28 @@ def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowe
     assert "Traceback" not in shown, shown
 
 
+def test_make_runs_demo_data_asks_for_its_embeddings_before_any_worker_has_started(tmp_path: Path):
+    """`make run` loads the demo before serving: its writes' task requests must find the broker's folders."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_", "REDIS_", "CELERY_", "ATLASO_", "SECRET_KEY", "PYTHONWARNINGS"))
+    }
+    env |= {"SECRET_KEY": "console-test-only-not-a-secret", "ATLASO_VAR_DIR": str(tmp_path / "var")}
+    for command in (["migrate", "--no-input", "-v", "0"], ["load_demo"]):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert "could not ask" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert list((tmp_path / "var" / "celery-queue").iterdir()), "no task request was queued"
+
+
 def test_make_run_says_in_one_line_when_recall_by_meaning_is_off(monkeypatch):
     from atlaso_site import settings
     from atlaso_site import supervisor as serve
