@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_http_methods
 
 from atlaso_site.access.roles import operator_required, reviewer_required
@@ -45,18 +46,17 @@ def owner_forget_page(request: HttpRequest, user_id: str) -> HttpResponse:
         if typed.strip() == user_id:
             result = owner_forget(user_id=user_id)
             keys = result.keys_tombstoned
-            pages.flash(
-                request,
+            message = (
                 f"Forgot {user_id}: {_counted(result.deposits, 'deposit')}, {_counted(result.edges, 'edge')}, "
                 f"{_counted(result.observations, 'observation')} and {_counted(result.beliefs, 'belief')} "
-                "deleted, with its bags, snapshots, logged recalls and everything else derived from them"
-                + (
-                    f"; {_counted(keys, 'idempotency key')} now answer{'s' if keys == 1 else ''} 410 erased "
-                    "for the rest of their 24 hours."
-                    if keys
-                    else "."
-                ),
+                "deleted, with its bags, snapshots, logged recalls and everything else derived from them."
             )
+            if keys:
+                message += (
+                    f" {_counted(keys, 'idempotency key')} now answer{pluralize(keys, 's,')} 410 erased "
+                    "for the rest of their 24 hours."
+                )
+            pages.flash(request, message)
             return redirect("diagnostics:owners")
         problem = "The id typed is not this owner's: nothing was forgotten. Type it exactly as shown."
     context = {"user_id": user_id, "preview": preview, "typed": typed, "problem": problem}
@@ -64,4 +64,4 @@ def owner_forget_page(request: HttpRequest, user_id: str) -> HttpResponse:
 
 
 def _counted(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+    return f"{count:,} {noun}{pluralize(count)}"

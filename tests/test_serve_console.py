@@ -31,6 +31,15 @@ warnings.warn(RuntimeWarning("a warning of Atlaso's own"))
 """
 
 
+def fresh_env() -> dict[str, str]:
+    """This environment without the suite's database, broker, folders or key: a fresh machine's."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_", "REDIS_", "CELERY_", "ATLASO_", "SECRET_KEY", "PYTHONWARNINGS"))
+    }
+
+
 def test_the_filter_leaves_out_celerys_warning_about_root_and_no_other():
     env = {**os.environ, "PYTHONWARNINGS": without_the_root_warning("default::DeprecationWarning")}
     done = subprocess.run([sys.executable, "-c", WARNS], env=env, capture_output=True, text=True, timeout=60)
@@ -42,11 +51,7 @@ def test_the_filter_leaves_out_celerys_warning_about_root_and_no_other():
 
 
 def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowed(tmp_path: Path):
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DATABASE_", "REDIS_", "CELERY_", "ATLASO_", "SECRET_KEY", "PYTHONWARNINGS"))
-    }
+    env = fresh_env()
     env |= {"DEBUG": "false", "SECRET_KEY": "console-test-only-not-a-secret", "ATLASO_VAR_DIR": str(tmp_path),
             "ALLOWED_HOSTS": "127.0.0.1"}  # fmt: skip
     migrated = subprocess.run(
@@ -81,11 +86,7 @@ def test_make_runs_console_has_no_celery_banner_and_says_once_why_root_is_allowe
 
 def test_make_runs_demo_data_asks_for_its_embeddings_before_any_worker_has_started(tmp_path: Path):
     """`make run` loads the demo before serving: its writes' task requests must find the broker's folders."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DATABASE_", "REDIS_", "CELERY_", "ATLASO_", "SECRET_KEY", "PYTHONWARNINGS"))
-    }
+    env = fresh_env()
     env |= {"SECRET_KEY": "console-test-only-not-a-secret", "ATLASO_VAR_DIR": str(tmp_path / "var")}
     for command in (["migrate", "--no-input", "-v", "0"], ["load_demo"]):
         done = subprocess.run(

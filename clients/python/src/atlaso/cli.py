@@ -388,10 +388,10 @@ def _refused(command: str, error: AtlasoError, err: TextIO) -> int:
     err.write(f"atlaso {command}: {error}\n")
     if isinstance(error, AuthenticationError):
         err.write("set ATLASO_API_KEY to a key this server knows; `atlaso doctor` checks it\n")
-    elif isinstance(error, PermissionDeniedError) and "permission" in str(error):
+    elif isinstance(error, PermissionDeniedError):  # a permission it lacks, or owners it cannot reach
         err.write(
-            "`atlaso doctor` lists what this key may do; an operator makes a key with more "
-            "(`manage.py create_api_key … --perm read --perm write --perm erase`, or the Provenance page)\n"
+            "`atlaso doctor` lists what this key may do and which owners it reaches; an operator makes "
+            "keys (`manage.py create_api_key … --perm read --perm write --perm erase`, or the Provenance page)\n"
         )
     reason = getattr(error, "gate_reason", None)
     if reason and reason not in str(error):
